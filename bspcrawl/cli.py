@@ -1,0 +1,231 @@
+"""The ``bspcrawl`` command: run, inspect, testweb (serve, truth, seeds) and demo.
+
+Mistakes in use (a bad option, a missing or malformed seed file, an output directory that
+holds something else) end with one line ``bspcrawl: error: ...`` on stderr and exit code 2,
+printed once (by rank 0) however many ranks share the mistake.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import NoReturn
+
+from bspcrawl import __version__, settings as settings_mod
+from bspcrawl.index.output import OutputError, prepare
+
+EXIT_USAGE = 2
+
+
+class UsageError(Exception):
+    """A mistake in how bspcrawl was called; the CLI prints it as one line."""
+
+
+def _is_rank0() -> bool:
+    """True unless this process is a non-zero MPI rank (read from the launcher's env)."""
+    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
+        if var in os.environ:
+            return os.environ[var] == "0"
+    return True
+
+
+def fail(message: str) -> NoReturn:
+    """Print one error line (on rank 0 only) and exit with code 2."""
+    if _is_rank0():
+        print(f"bspcrawl: error: {message}", file=sys.stderr)
+    sys.exit(EXIT_USAGE)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        fail(f"{message} (see '{self.prog} --help')")
+
+
+def read_seeds(path: str) -> list[str]:
+    """Seed URLs from a file, one per line; blank lines and '#' comments are skipped."""
+    from bspcrawl.urls import parse
+
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise UsageError(f"cannot read seed file {path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"seed file {path} is not UTF-8 text") from None
+    seeds = []
+    for number, line in enumerate(lines, 1):
+        text = line.split("#", 1)[0].strip() if line.lstrip().startswith("#") else line.strip()
+        if not text:
+            continue
+        url = parse(text)
+        if url is None:
+            raise UsageError(f"seed file {path} line {number}: not an absolute http(s) URL: "
+                             f"{text[:200]!r}")
+        seeds.append(url)
+    if not seeds:
+        raise UsageError(f"seed file {path} holds no seed URL")
+    return seeds
+
+
+def cmd_run(args: argparse.Namespace) -> None:
+    """``bspcrawl run``: crawl on every rank of MPI.COMM_WORLD, then join the output."""
+    s = settings_mod.from_args(args)
+    if not s.seeds or not s.out:
+        raise UsageError("run needs --seeds FILE and --out DIR")
+    from mpi4py import MPI
+
+    from bspcrawl.index.output import join
+    from bspcrawl.progress import Progress
+    from bspcrawl.superstep import Crawl, wait
+
+    comm = MPI.COMM_WORLD
+    error, seeds = None, None
+    if comm.Get_rank() == 0:
+        try:
+            seeds = read_seeds(s.seeds)
+            prepare(Path(s.out), s.overwrite)
+        except (UsageError, OutputError) as e:
+            error = str(e)
+    error, seeds = comm.bcast((error, seeds), root=0)
+    if error:
+        fail(error)
+    try:
+        progress = Progress(args.progress, s.log_interval) if comm.Get_rank() == 0 else None
+        crawl = Crawl(comm, s, Path(s.out), seeds, progress)
+        outcome = crawl.run()
+        wait([comm.Ibarrier()])
+        if comm.Get_rank() == 0:
+            summary = {"supersteps": outcome.supersteps, "urls_seen": outcome.seen,
+                       "wall_s": outcome.wall_s, "stopped": outcome.stopped,
+                       "seeds": "\n".join(seeds)}
+            path = join(Path(s.out), comm.Get_size(), summary)
+            if progress:
+                progress.update(outcome.supersteps, {"pages": outcome.pages, "frontier": 0,
+                                                     "unreleased": 0,
+                                                     "errors": outcome.errors}, final=True)
+            print(f"bspcrawl: {outcome.pages} pages ({outcome.pages_ok} ok) in "
+                  f"{outcome.wall_s:.1f} s on {comm.Get_size()} ranks, "
+                  f"{outcome.supersteps} supersteps, stopped: {outcome.stopped}; {path}",
+                  file=sys.stderr)
+    except Exception:
+        if comm.Get_size() > 1:  # do not leave the other ranks waiting forever
+            import traceback
+
+            traceback.print_exc()
+            comm.Abort(1)
+        raise
+
+
+def cmd_inspect(args: argparse.Namespace) -> None:
+    """``bspcrawl inspect DIR``: summary (or --json, or --urls) of a finished crawl."""
+    from bspcrawl.index.inspect import summary, urls
+
+    out = Path(args.dir)
+    if args.urls:
+        for url, status in urls(out):
+            print(f"{url}\t{status}")
+        return
+    info = summary(out)
+    if args.json:
+        print(json.dumps(info))
+        return
+    for key, value in info.items():
+        if key == "files":
+            value = "\n  ".join([""] + value)
+        print(f"{key:14} {value}")
+
+
+def _mpiexec() -> str:
+    """The mpiexec beside this Python (the mpich wheel's), else the one on PATH."""
+    local = Path(sys.executable).parent / "mpiexec"
+    found = str(local) if local.exists() else shutil.which("mpiexec")
+    if not found:
+        raise UsageError("no mpiexec found: install the 'mpich' package or an MPI")
+    return found
+
+
+def cmd_demo(args: argparse.Namespace) -> None:
+    """``bspcrawl demo``: serve the local web, crawl it with mpiexec -n P, summarise."""
+    from bspcrawl.testweb import Web, config_from_args, running
+
+    out = Path(args.out)
+    overwrite = args.overwrite or args.out == DEMO_OUT
+    prepare(out, overwrite)
+    web = Web(config_from_args(args))
+    with tempfile.TemporaryDirectory() as tmp, running(web):
+        seeds = Path(tmp) / "seeds.txt"
+        seeds.write_text("\n".join(web.seeds()) + "\n")
+        print(f"bspcrawl demo: {web.config.pages} pages on {web.config.hosts} hosts, "
+              f"crawling with {args.ranks} ranks into {out}/", file=sys.stderr)
+        progress = "bar" if sys.stderr.isatty() else "log"
+        cmd = [_mpiexec(), "-n", str(args.ranks), sys.executable, "-m", "mpi4py", "-m",
+               "bspcrawl", "run", "--seeds", str(seeds), "--out", str(out), "--overwrite",
+               "--min-host-delay", "0", "--progress", progress]
+        code = subprocess.call(cmd, env={**os.environ, "MPIEXEC_TIMEOUT": "3600"})
+    if code:
+        raise UsageError(f"the crawl failed (mpiexec exit code {code})")
+    args.dir, args.json, args.urls = str(out), False, False
+    cmd_inspect(args)
+
+
+DEMO_OUT = "demo-out"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    from bspcrawl.testweb import add_arguments as add_web, cmd_seeds, cmd_serve, cmd_truth
+
+    p = _Parser(prog="bspcrawl", description="A bulk-synchronous parallel web crawler on MPI.")
+    p.add_argument("--version", action="version", version=f"bspcrawl {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    run = sub.add_parser("run", help="crawl from seeds (under mpiexec -n P, or alone)",
+                         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    settings_mod.add_arguments(run)
+    run.add_argument("--progress", choices=("auto", "bar", "log", "none"), default="auto",
+                     help="progress display (auto: a live line on a terminal, else log lines)")
+    run.set_defaults(func=cmd_run)
+
+    ins = sub.add_parser("inspect", help="summarise a finished crawl")
+    ins.add_argument("dir", help="the crawl's output directory")
+    what = ins.add_mutually_exclusive_group()
+    what.add_argument("--json", action="store_true", help="one JSON object")
+    what.add_argument("--urls", action="store_true", help="every URL and its status, TSV")
+    ins.set_defaults(func=cmd_inspect)
+
+    tw = sub.add_parser("testweb", help="the deterministic local web").add_subparsers(
+        dest="action", required=True, parser_class=_Parser)
+    for name, func, text in (("serve", cmd_serve, "serve the local web on 127.1.x.y"),
+                             ("truth", cmd_truth, "print the URLs a correct crawl fetches"),
+                             ("seeds", cmd_seeds, "print the default seed URLs")):
+        sp = tw.add_parser(name, help=text)
+        add_web(sp)
+        sp.set_defaults(func=func)
+
+    demo = sub.add_parser("demo", help="serve the local web and crawl it with mpiexec")
+    add_web(demo)
+    demo.add_argument("--ranks", type=int, default=2, help="MPI ranks (default: 2)")
+    demo.add_argument("--out", default=DEMO_OUT, help=f"output directory (default: {DEMO_OUT})")
+    demo.add_argument("--overwrite", action="store_true", help="replace a crawl in --out")
+    demo.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the ``bspcrawl`` console script."""
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except (UsageError, OutputError, settings_mod.SettingsError) as e:
+        fail(str(e))
+    except KeyboardInterrupt:
+        fail("interrupted")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,149 @@
+"""One rank's frontier: seen set, CBT priority queue, per-host state and pending queue Q.
+
+Marin et al. (2008), section 2: each superstep the scheduler extracts the top R URLs from
+its priority queue; URLs whose host cannot take a request now wait in a pending queue Q.
+Here Q is one FIFO per host, and a host "can take a request" when:
+
+- its robots.txt is known (the first URL of a new host queues a robots.txt job first), and
+- it has no job in an outstanding schedule (one transfer per host at a time).
+
+Every decision depends only on the order of operations, never on the clock, so two crawls
+with the same seeds and settings schedule the same URLs in the same order; wall-clock
+politeness (delays) is the fetcher's job. Priorities: shallower first (``-depth``), ties
+broken by the CBT's rule (by id).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from bspcrawl.cbt import CBT
+from bspcrawl.partition import Link
+from bspcrawl.robots.fetcher import FetchJob, FetchResult
+from bspcrawl.robots.robotstxt import RobotsRules
+from bspcrawl.settings import Settings
+from bspcrawl.urls import fingerprint, host_key
+
+
+@dataclass(slots=True)
+class Host:
+    """Per-host scheduling state (all hosts a rank owns)."""
+
+    rules: RobotsRules | None = None
+    busy: bool = False
+    delay: float = 0.0
+    pending: deque[int] = field(default_factory=deque)
+
+
+def robots_url(url: str) -> str:
+    """The robots.txt URL of ``url``'s origin."""
+    scheme, _, rest = url.partition("://")
+    return f"{scheme}://{rest.split('/', 1)[0]}/robots.txt"
+
+
+class Frontier:
+    """URLs a rank owns and has not scheduled yet, and the hosts they belong to.
+
+    API: :meth:`receive` links, :meth:`next_jobs` for a schedule, :meth:`done` for each
+    committed result; ``len()`` counts URLs waiting (CBT plus Q).
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.cbt = CBT(bucket_size=settings.queue_bucket)
+        self.seen: set[int] = set()
+        self.links: dict[int, Link] = {}  # fingerprint -> link, for URLs not yet scheduled
+        self.hosts: dict[str, Host] = {}
+        self.ready: deque[str] = deque()  # hosts freed with URLs pending, in freeing order
+        self.pending = 0
+        self.counters: dict[str, int] = dict.fromkeys(
+            ("frontier/duplicates", "frontier/robots_denied", "frontier/too_deep",
+             "frontier/too_many_hops", "robots/fetched", "robots/errors"), 0)
+
+    def __len__(self) -> int:
+        return len(self.cbt) + self.pending
+
+    def receive(self, links: list[Link]) -> int:
+        """Insert the unseen links into the CBT; returns how many were new."""
+        s = self.settings
+        ids, prios = [], []
+        for link in links:
+            if s.crawl_max_depth and link.depth > s.crawl_max_depth:
+                self.counters["frontier/too_deep"] += 1
+                continue
+            if link.hops > s.fetch_max_redirects:
+                self.counters["frontier/too_many_hops"] += 1
+                continue
+            fp = fingerprint(link.url)
+            if fp in self.seen:
+                self.counters["frontier/duplicates"] += 1
+                continue
+            self.seen.add(fp)
+            self.links[fp] = link
+            ids.append(fp)
+            prios.append(-float(link.depth))
+        if ids:
+            self.cbt.insert_many(np.array(ids, dtype=np.int64), np.array(prios))
+        return len(ids)
+
+    def next_jobs(self, seq: int) -> list[FetchJob]:
+        """The jobs of schedule ``seq``: freed hosts' pending URLs, then the CBT's top R."""
+        jobs: list[FetchJob] = []
+        while self.ready:
+            self._serve(self.ready.popleft(), seq, jobs)
+        if len(self.cbt) and self.pending < self.settings.queue_pending_max:
+            ids, _ = self.cbt.extract_many(self.settings.queue_batch)
+            for fp in ids.tolist():
+                url = self.links[fp].url
+                key = host_key(url)
+                host = self.hosts.get(key)
+                if host is None:
+                    host = self.hosts[key] = Host(delay=self.settings.politeness_min_host_delay)
+                host.pending.append(fp)
+                self.pending += 1
+                if host.rules is None and not host.busy:
+                    host.busy = True
+                    jobs.append(FetchJob(seq, len(jobs), robots_url(url), key, host.delay, True))
+                elif not host.busy:
+                    self._serve(key, seq, jobs)
+        return jobs
+
+    def _serve(self, key: str, seq: int, jobs: list[FetchJob]) -> None:
+        """Schedule the first allowed pending URL of a free host; drop disallowed ones."""
+        host = self.hosts[key]
+        assert host.rules is not None and not host.busy
+        while host.pending:
+            fp = host.pending.popleft()
+            self.pending -= 1
+            link = self.links.pop(fp)
+            if host.rules.allowed(link.url):
+                host.busy = True
+                jobs.append(FetchJob(seq, len(jobs), link.url, key, host.delay, False,
+                                     link.depth, link.hops))
+                return
+            self.counters["frontier/robots_denied"] += 1
+
+    def done(self, result: FetchResult) -> None:
+        """A committed result frees its host; a robots.txt result sets the host's rules."""
+        host = self.hosts[result.job.host]
+        host.busy = False
+        if result.job.robots:
+            host.rules = self._rules(result)
+            crawl_delay = min(host.rules.crawl_delay or 0.0,
+                              self.settings.politeness_max_crawl_delay)
+            host.delay = max(self.settings.politeness_min_host_delay, crawl_delay)
+        if host.pending:
+            self.ready.append(result.job.host)
+
+    def _rules(self, result: FetchResult) -> RobotsRules:
+        """RFC 9309 2.3.1: 2xx parse, 4xx allow all, 5xx or no answer disallow all."""
+        self.counters["robots/fetched"] += 1
+        if 200 <= result.status < 300:
+            return RobotsRules.parse(result.body, self.settings.agent_token)
+        if 400 <= result.status < 500:
+            return RobotsRules.allow_all()
+        self.counters["robots/errors"] += 1
+        return RobotsRules.disallow_all()

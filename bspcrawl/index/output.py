@@ -1,0 +1,94 @@
+"""The output directory: checked before a crawl, and joined into ``crawl.h5`` after it.
+
+A crawl owns exactly the files ``crawl.h5`` and ``rank-NNNN.h5`` in its directory.
+:func:`prepare` refuses a directory holding anything else, and refuses an earlier crawl's
+files unless ``overwrite`` is set, so a mistyped ``--out`` never destroys data.
+
+``crawl.h5`` (written by :func:`join` on rank 0 once every rank has closed its file) holds
+no copies: ``/pages/*`` and ``/stats`` are virtual datasets that concatenate the ranks'
+datasets in rank order, ``/pages/rank`` (int16) says which rank each row came from,
+``/ranks/NNNN`` are external links to each rank file's root (for ``/index`` and
+``/links``, whose doc ids and offsets are per rank), and the root attributes hold the
+crawl's global summary. ``h5py.File("DIR/crawl.h5")`` therefore shows the whole crawl.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from bspcrawl import __version__
+from bspcrawl.index.store import PAGE_FIELDS, STATS_DTYPE, rank_path
+
+CRAWL_FILE = "crawl.h5"
+_OURS = re.compile(r"(crawl|rank-\d{4})\.h5")
+
+
+class OutputError(Exception):
+    """The output directory cannot be used (the message says why and what to do)."""
+
+
+def prepare(out: Path, overwrite: bool) -> None:
+    """Make ``out`` ready for a new crawl, or raise :class:`OutputError`."""
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"output {out} exists and is not a directory")
+    if out.is_dir():
+        names = sorted(p.name for p in out.iterdir())
+        foreign = [n for n in names if not _OURS.fullmatch(n)]
+        if foreign:
+            raise OutputError(f"output directory {out} holds files that are not a crawl's "
+                              f"(e.g. {foreign[0]!r}); choose an empty or new directory")
+        if names and not overwrite:
+            raise OutputError(f"output directory {out} holds an earlier crawl; "
+                              "pass --overwrite to replace it")
+        for name in names:
+            (out / name).unlink()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        probe = out / ".bspcrawl-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as e:
+        raise OutputError(f"cannot write to output directory {out}: {e.strerror}") from None
+
+
+def join(out: Path, ranks: int, summary: dict) -> Path:
+    """Write ``out/crawl.h5`` joining the ``ranks`` rank files; returns its path."""
+    files = [h5py.File(rank_path(out, r), "r") for r in range(ranks)]
+    try:
+        sizes = [f["pages/url"].shape[0] for f in files]
+        stat_sizes = [f["stats"].shape[0] for f in files]
+        tmp = out / (CRAWL_FILE + ".tmp")
+        with h5py.File(tmp, "w") as crawl:
+            crawl.attrs.update(format="bspcrawl-crawl", version=__version__, ranks=ranks,
+                               joined=time.time(), **summary)
+            pages = crawl.create_group("pages")
+            for name, dtype in PAGE_FIELDS.items():
+                _concat(pages, name, f"pages/{name}", dtype, sizes, ranks)
+            _concat(crawl, "stats", "stats", STATS_DTYPE, stat_sizes, ranks)
+            pages.create_dataset("rank", data=np.repeat(np.arange(ranks, dtype=np.int16), sizes))
+            for r in range(ranks):
+                crawl[f"ranks/{r:04d}"] = h5py.ExternalLink(rank_path(out, r).name, "/")
+    finally:
+        for f in files:
+            f.close()
+    shutil.move(tmp, out / CRAWL_FILE)
+    return out / CRAWL_FILE
+
+
+def _concat(group: h5py.Group, name: str, path: str, dtype: np.dtype | type,
+            sizes: list[int], ranks: int) -> None:
+    layout = h5py.VirtualLayout(shape=(sum(sizes),), dtype=dtype)
+    at = 0
+    for r, n in zip(range(ranks), sizes, strict=True):
+        if n:
+            layout[at:at + n] = h5py.VirtualSource(rank_path(Path("."), r).name, path,
+                                                   shape=(n,), dtype=dtype)
+        at += n
+    group.create_virtual_dataset(name, layout, fillvalue=None)
+

@@ -1,0 +1,118 @@
+"""The selective-repeat sequence window that orders commits to the index.
+
+After Yioop's "Deliverable 3" (``../shared/seeds/000_*``): every fetch schedule gets a
+sequence number; the *sender* side remembers each outstanding schedule (its schedule time,
+acknowledgement status and reschedule count) and refuses new schedules while ``size`` are
+outstanding; the *receiver* side holds results that arrive out of order and releases whole
+schedules strictly in sequence order, so pages reach the index in the order they were
+scheduled whatever order the robots finish in.
+
+Layout, for ``size=3`` after opening schedules 7, 8 and 9 and receiving 9's results::
+
+    base = 7, next_seq = 10
+    sender   = {7: ('s', 0/2 results), 8: ('s', 0/1), 9: ('a', 1/1)}
+    release() -> []            # 7 is not acknowledged: 9 waits
+    ... results of 7 arrive ...
+    release() -> [7]           # 8 still blocks 9
+
+A schedule may be empty (it is acknowledged at once); the crawler opens one per superstep.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEDULED = "s"
+ACKNOWLEDGED = "a"
+
+
+@dataclass(slots=True)
+class Schedule:
+    """One outstanding schedule: the sender's message plus the receiver's slots."""
+
+    seq: int
+    jobs: list[Any]
+    schedule_time: float
+    results: list[Any] = field(default_factory=list)
+    missing: int = 0
+    status: str = SCHEDULED
+    reschedule_count: int = 0
+
+    def __post_init__(self) -> None:
+        self.results = [None] * len(self.jobs)
+        self.missing = len(self.jobs)
+        if not self.jobs:
+            self.status = ACKNOWLEDGED
+
+
+class Window:
+    """Sender and receiver windows of ``size`` schedules.
+
+    API: :meth:`open` a schedule (only when not :meth:`full`), :meth:`deliver` each job's
+    result as it arrives, :meth:`release` the acknowledged prefix in sequence order.
+    """
+
+    def __init__(self, size: int, next_seq: int = 0) -> None:
+        if size < 1:
+            raise ValueError(f"window size must be >= 1, got {size}")
+        self.size = size
+        self.base = next_seq
+        self.next_seq = next_seq
+        self.outstanding: dict[int, Schedule] = {}
+
+    def __len__(self) -> int:
+        return len(self.outstanding)
+
+    def full(self) -> bool:
+        """True when ``size`` schedules are outstanding: no new one may be opened."""
+        return len(self.outstanding) >= self.size
+
+    def open(self, jobs: list[Any], now: float) -> int:
+        """Give ``jobs`` the next sequence number; RuntimeError if the window is full."""
+        if self.full():
+            raise RuntimeError("sender window is full")
+        seq = self.next_seq
+        self.next_seq += 1
+        self.outstanding[seq] = Schedule(seq, jobs, now)
+        return seq
+
+    def deliver(self, seq: int, index: int, result: Any) -> bool:
+        """Record the result of job ``index`` of schedule ``seq``.
+
+        Returns False (and ignores it) for a schedule no longer outstanding or a job already
+        answered: a late duplicate is committed at most once.
+        """
+        sched = self.outstanding.get(seq)
+        if sched is None or sched.results[index] is not None:
+            return False
+        sched.results[index] = result
+        sched.missing -= 1
+        if sched.missing == 0:
+            sched.status = ACKNOWLEDGED
+        return True
+
+    def acknowledged(self, seq: int) -> bool:
+        """True once every job of ``seq`` has a result (or ``seq`` is already released)."""
+        sched = self.outstanding.get(seq)
+        return sched is None or sched.status == ACKNOWLEDGED
+
+    def release(self) -> list[Schedule]:
+        """Remove and return the acknowledged schedules at the front, in sequence order."""
+        out = []
+        while self.base in self.outstanding and self.acknowledged(self.base):
+            out.append(self.outstanding.pop(self.base))
+            self.base += 1
+        return out
+
+    def in_flight(self) -> int:
+        """Jobs scheduled and not yet answered."""
+        return sum(s.missing for s in self.outstanding.values())
+
+    def _check(self) -> None:
+        assert self.base <= self.next_seq
+        assert all(self.base <= s < self.next_seq for s in self.outstanding)
+        assert len(self.outstanding) <= self.size
+        for sched in self.outstanding.values():
+            assert sched.missing == sum(r is None for r in sched.results)
+            assert (sched.status == ACKNOWLEDGED) == (sched.missing == 0)

@@ -1,0 +1,227 @@
+"""The r robots of one rank: libcurl transfers driven by one CurlMulti in one thread.
+
+As in Dominos (``../shared/seeds/001_*``) the robots are libcurl transfers, not Python
+threads: a single background thread (named ``robots``) runs a ``CurlMulti`` with up to
+``fetch_robots`` transfers at once, so the network waits overlap while Python work stays
+on one thread (DESIGN.md, "one thread of Python work per process").
+
+Politeness is enforced here, on the wall clock: the scheduler never hands out two jobs for
+one host at a time, and this thread starts a host's job no earlier than ``job.delay``
+seconds after that host's previous transfer ended.
+
+The thread shares only two queues with the scheduler: :meth:`Fetcher.submit` puts jobs in,
+:meth:`Fetcher.get` takes :class:`FetchResult` objects out in the order they finish.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+
+import pycurl
+
+from bspcrawl.settings import Settings
+
+ROBOTS_TXT_MAX = 500 * 1024  # RFC 9309 2.5: parse at least 500 KiB; we read no more
+ROBOTS_TXT_HOPS = 5  # RFC 9309 2.3.1.2: follow at least five redirects for robots.txt
+
+_ERRORS = {
+    pycurl.E_COULDNT_RESOLVE_HOST: "dns",
+    pycurl.E_COULDNT_CONNECT: "connect",
+    pycurl.E_OPERATION_TIMEDOUT: "timeout",
+    pycurl.E_WRITE_ERROR: "too_large",
+    pycurl.E_FILESIZE_EXCEEDED: "too_large",
+    pycurl.E_GOT_NOTHING: "empty_reply",
+    pycurl.E_RECV_ERROR: "recv",
+    pycurl.E_SEND_ERROR: "send",
+    pycurl.E_SSL_CONNECT_ERROR: "tls",
+    pycurl.E_PEER_FAILED_VERIFICATION: "tls",
+    pycurl.E_TOO_MANY_REDIRECTS: "redirects",
+    pycurl.E_UNSUPPORTED_PROTOCOL: "protocol",
+    pycurl.E_BAD_CONTENT_ENCODING: "encoding",
+    pycurl.E_PARTIAL_FILE: "partial",
+}
+
+
+@dataclass(slots=True)
+class FetchJob:
+    """One URL to fetch: job ``index`` of schedule ``seq``."""
+
+    seq: int
+    index: int
+    url: str
+    host: str
+    delay: float = 0.0
+    robots: bool = False
+    depth: int = 0
+    hops: int = 0
+
+
+@dataclass(slots=True)
+class FetchResult:
+    """What a robot brings back. ``status`` is 0 and ``error`` names the kind on failure."""
+
+    job: FetchJob
+    status: int = 0
+    error: str = ""
+    content_type: str = ""
+    location: str = ""
+    body: bytes = b""
+    started: float = 0.0
+    elapsed: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class _Transfer:
+    """A reusable curl handle and the buffers of its current job."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.curl = c = pycurl.Curl()
+        self.limit = settings.fetch_max_bytes
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.headers: dict[str, str] = {}
+        self.job: FetchJob | None = None
+        self.started = 0.0
+        http = pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS
+        c.setopt(pycurl.PROTOCOLS, http)
+        c.setopt(pycurl.REDIR_PROTOCOLS, http)
+        c.setopt(pycurl.NOSIGNAL, 1)
+        c.setopt(pycurl.USERAGENT, settings.fetch_user_agent)
+        c.setopt(pycurl.CONNECTTIMEOUT_MS, int(settings.fetch_connect_timeout * 1000))
+        c.setopt(pycurl.TIMEOUT_MS, int(settings.fetch_timeout * 1000))
+        if settings.fetch_low_speed:
+            c.setopt(pycurl.LOW_SPEED_LIMIT, settings.fetch_low_speed)
+            c.setopt(pycurl.LOW_SPEED_TIME, max(1, int(settings.fetch_timeout / 3)))
+        c.setopt(pycurl.ACCEPT_ENCODING, "")  # every encoding libcurl decodes
+        c.setopt(pycurl.BUFFERSIZE, 256 * 1024)
+        c.setopt(pycurl.DNS_CACHE_TIMEOUT, 600)
+        c.setopt(pycurl.WRITEFUNCTION, self._write)
+        c.setopt(pycurl.HEADERFUNCTION, self._header)
+
+    def start(self, job: FetchJob) -> None:
+        self.job, self.parts, self.size, self.headers = job, [], 0, {}
+        self.limit_now = ROBOTS_TXT_MAX if job.robots else self.limit
+        c = self.curl
+        c.setopt(pycurl.URL, job.url)
+        c.setopt(pycurl.FOLLOWLOCATION, 1 if job.robots else 0)
+        c.setopt(pycurl.MAXREDIRS, ROBOTS_TXT_HOPS)
+        self.started = time.time()
+
+    def _write(self, data: bytes) -> int | None:
+        self.size += len(data)
+        if self.size > self.limit_now:
+            if self.job is not None and self.job.robots:  # keep the first 500 KiB, stop
+                self.parts.append(data[: len(data) - (self.size - self.limit_now)])
+            return 0  # abort: E_WRITE_ERROR
+        self.parts.append(data)
+        return None
+
+    def _header(self, line: bytes) -> None:
+        name, sep, value = line.decode("latin-1").partition(":")
+        if sep:
+            self.headers[name.strip().lower()] = value.strip()
+        elif name.startswith("HTTP/"):
+            self.headers.clear()  # a new response (after 100-continue or a redirect)
+
+    def finish(self, errno: int) -> FetchResult:
+        c = self.curl
+        assert self.job is not None
+        res = FetchResult(self.job, started=self.started, headers=self.headers)
+        res.elapsed = time.time() - self.started
+        res.status = int(c.getinfo(pycurl.RESPONSE_CODE) or 0)
+        truncated_robots = errno == pycurl.E_WRITE_ERROR and self.job.robots
+        if errno and not truncated_robots:
+            res.error = _ERRORS.get(errno, f"curl_{errno}")
+            res.status = 0
+        else:
+            res.body = b"".join(self.parts)
+            res.content_type = self.headers.get("content-type", "")
+            res.location = self.headers.get("location", "") if 300 <= res.status < 400 else ""
+        self.job, self.parts = None, []
+        return res
+
+
+class Fetcher:
+    """A background thread that fetches :class:`FetchJob` s with ``fetch_robots`` transfers.
+
+    BEWARE: only the ``robots`` thread touches curl handles; the scheduler talks to it
+    through :meth:`submit` and :meth:`get` alone.
+    """
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._inbox: queue.SimpleQueue[FetchJob] = queue.SimpleQueue()
+        self._results: queue.SimpleQueue[FetchResult] = queue.SimpleQueue()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="robots", daemon=True)
+        self._thread.start()
+
+    def submit(self, jobs: list[FetchJob]) -> None:
+        """Queue jobs for fetching (never blocks)."""
+        for job in jobs:
+            self._inbox.put(job)
+
+    def get(self, timeout: float | None = None) -> FetchResult | None:
+        """The next finished result, waiting up to ``timeout`` s (None: do not wait)."""
+        try:
+            if timeout is None:
+                return self._results.get_nowait()
+            return self._results.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def close(self) -> None:
+        """Stop the thread; transfers still running are abandoned."""
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        multi = pycurl.CurlMulti()
+        idle = [_Transfer(self.settings) for _ in range(self.settings.fetch_robots)]
+        active: dict[pycurl.Curl, _Transfer] = {}
+        waiting: list[tuple[float, int, FetchJob]] = []  # (not before, tie, job)
+        host_free: dict[str, float] = {}  # host -> monotonic time its next request may start
+        tie = itertools.count()
+        while not self._stop.is_set():
+            now = time.monotonic()
+            block = not active and not waiting
+            while True:
+                try:
+                    job = self._inbox.get(timeout=0.05) if block else self._inbox.get_nowait()
+                except queue.Empty:
+                    break
+                block = False
+                heapq.heappush(waiting, (host_free.get(job.host, 0.0), next(tie), job))
+            now = time.monotonic()
+            while waiting and idle and waiting[0][0] <= now:
+                tr = idle.pop()
+                tr.start(heapq.heappop(waiting)[2])
+                multi.add_handle(tr.curl)
+                active[tr.curl] = tr
+            if not active:
+                if waiting:
+                    time.sleep(min(0.05, max(0.0, waiting[0][0] - now)))
+                continue
+            while multi.perform()[0] == pycurl.E_CALL_MULTI_PERFORM:
+                pass
+            while True:
+                queued, ok, failed = multi.info_read()
+                for curl, errno in [(c, 0) for c in ok] + [(c, e) for c, e, _ in failed]:
+                    multi.remove_handle(curl)
+                    tr = active.pop(curl)
+                    res = tr.finish(errno)
+                    host_free[res.job.host] = time.monotonic() + res.job.delay
+                    self._results.put(res)
+                    idle.append(tr)
+                if not queued:
+                    break
+            if active:
+                multi.select(0.002)
+        for tr in list(active.values()) + idle:
+            tr.curl.close()
+        multi.close()

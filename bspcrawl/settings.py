@@ -1,0 +1,142 @@
+"""Every setting of a crawl: one dataclass, its defaults, docs, units and validation.
+
+Fields are grouped by prefix (``fetch_*``, ``politeness_*``, ``queue_*``, ``crawl_*``,
+``index_*``). The CLI (``bspcrawl run --help``), a TOML file (``--config``, keys are the
+field names) and the scripts all build a :class:`Settings` and call :meth:`validate` once.
+Command-line options override the TOML file, which overrides the defaults.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from bspcrawl import __version__
+
+
+class SettingsError(ValueError):
+    """A setting has a bad value or a configuration file cannot be used."""
+
+
+def _opt(default: Any, doc: str, unit: str = "") -> Any:
+    return field(default=default, metadata={"doc": doc, "unit": unit})
+
+
+@dataclass
+class Settings:
+    """One crawl's configuration; see the README's option table."""
+
+    seeds: str = _opt("", "file of seed URLs, one per line ('#' starts a comment)")
+    out: str = _opt("", "output directory (HDF5 files, per rank and joined)")
+    overwrite: bool = _opt(False, "replace an earlier crawl's files in --out")
+
+    fetch_robots: int = _opt(8, "robots per rank: concurrent transfers, and the window size")
+    fetch_connect_timeout: float = _opt(5.0, "TCP/TLS connect timeout", "s")
+    fetch_timeout: float = _opt(30.0, "whole-transfer timeout", "s")
+    fetch_low_speed: int = _opt(100, "abort a transfer slower than this for fetch_timeout/3", "B/s")
+    fetch_max_bytes: int = _opt(2 * 1024 * 1024, "largest body kept; larger is an error", "bytes")
+    fetch_max_redirects: int = _opt(5, "redirect hops followed from one link")
+    fetch_user_agent: str = _opt(
+        f"bspcrawl/{__version__} (+https://github.com/bspcrawl/bspcrawl)",
+        "User-Agent header; its product token is matched against robots.txt groups",
+    )
+
+    politeness_min_host_delay: float = _opt(1.0, "pause between two requests to one host", "s")
+    politeness_max_crawl_delay: float = _opt(30.0, "cap on a robots.txt Crawl-delay", "s")
+
+    queue_batch: int = _opt(256, "URLs extracted from the CBT per superstep (R)")
+    queue_bucket: int = _opt(256, "items per CBT leaf bucket (n)")
+    queue_pending_max: int = _opt(1_000_000, "stop extracting while Q holds this many URLs")
+
+    crawl_max_pages: int = _opt(0, "stop after about this many pages (0: no limit)")
+    crawl_max_seconds: float = _opt(0.0, "stop after this wall time (0: no limit)", "s")
+    crawl_max_depth: int = _opt(0, "ignore links deeper than this from a seed (0: no limit)")
+
+    index_flush_pages: int = _opt(2000, "pages buffered before an HDF5 append")
+    log_interval: float = _opt(2.0, "seconds between progress lines", "s")
+
+    def validate(self) -> Settings:
+        """Check every value; raise :class:`SettingsError` naming the first bad one."""
+        positive = ("fetch_robots", "fetch_connect_timeout", "fetch_timeout", "fetch_max_bytes",
+                    "queue_batch", "queue_bucket", "queue_pending_max", "index_flush_pages",
+                    "log_interval")
+        non_negative = ("fetch_low_speed", "fetch_max_redirects", "politeness_min_host_delay",
+                        "politeness_max_crawl_delay", "crawl_max_pages", "crawl_max_seconds",
+                        "crawl_max_depth")
+        for name in positive:
+            if not getattr(self, name) > 0:
+                raise SettingsError(f"{_flag(name)} must be > 0, got {getattr(self, name)}")
+        for name in non_negative:
+            if not getattr(self, name) >= 0:
+                raise SettingsError(f"{_flag(name)} must be >= 0, got {getattr(self, name)}")
+        if not self.fetch_user_agent.strip() or "\n" in self.fetch_user_agent:
+            raise SettingsError("--user-agent must be one non-empty line")
+        return self
+
+    @property
+    def agent_token(self) -> str:
+        """The user agent's product token ('bspcrawl'), used for robots.txt matching."""
+        return self.fetch_user_agent.split("/", 1)[0].split()[0]
+
+    def to_dict(self) -> dict[str, Any]:
+        """All fields as a plain dict (stored in the HDF5 attributes as JSON)."""
+        return dataclasses.asdict(self)
+
+
+_SHORT = {"fetch_robots": "robots", "politeness_min_host_delay": "min-host-delay",
+          "fetch_user_agent": "user-agent", "crawl_max_pages": "max-pages",
+          "crawl_max_seconds": "max-seconds", "crawl_max_depth": "max-depth"}
+
+
+def _flag(name: str) -> str:
+    """The command-line option of a field: ``--min-host-delay`` for ``politeness_min...``."""
+    return "--" + _SHORT.get(name, name.replace("_", "-"))
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add one option per field (defaults shown in ``--help``) and ``--config``."""
+    parser.add_argument("--config", metavar="TOML", help="read settings from a TOML file")
+    for f in fields(Settings):
+        unit = f" [{f.metadata['unit']}]" if f.metadata["unit"] else ""
+        help_ = f"{f.metadata['doc']}{unit} (default: {f.default!r})"
+        if f.type in ("bool", bool):
+            parser.add_argument(_flag(f.name), dest=f.name, action="store_true", default=None,
+                                help=help_)
+        else:
+            kind = {"int": int, "float": float}.get(str(f.type), str)
+            parser.add_argument(_flag(f.name), dest=f.name, type=kind, default=None,
+                                metavar=f.name.split("_")[-1].upper(), help=help_)
+
+
+def from_args(args: argparse.Namespace) -> Settings:
+    """Build and validate Settings from defaults, then ``--config``, then the options."""
+    values: dict[str, Any] = {}
+    if getattr(args, "config", None):
+        values.update(load_toml(Path(args.config)))
+    for f in fields(Settings):
+        given = getattr(args, f.name, None)
+        if given is not None:
+            values[f.name] = given
+    return Settings(**values).validate()
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    """Read settings from a TOML file; unknown keys and wrong types are errors."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except OSError as e:
+        raise SettingsError(f"cannot read config {path}: {e.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise SettingsError(f"config {path} is not valid TOML: {e}") from None
+    types = {f.name: f.type for f in fields(Settings)}
+    for key, value in data.items():
+        if key not in types:
+            raise SettingsError(f"config {path}: unknown setting {key!r}")
+        want = {"int": int, "float": (int, float), "bool": bool, "str": str}[str(types[key])]
+        if not isinstance(value, want) or (isinstance(value, bool) and types[key] != "bool"):
+            raise SettingsError(f"config {path}: {key} has the wrong type ({value!r})")
+    return data

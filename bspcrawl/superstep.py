@@ -1,0 +1,239 @@
+"""The BSP crawl loop of Marin et al. (2008), section 2, on mpi4py.
+
+Every rank loops over supersteps::
+
+    receive_messages   links delivered by the last exchange -> seen set -> CBT
+    run                commit the oldest schedule once the window is full (waiting for
+                       its fetches if needed), extract links; open this superstep's
+                       schedule from the CBT top R and hand it to the robots
+    send_messages      links bucketed by owner rank, exchanged with Ialltoallv
+    sync               one Iallreduce of counters; all ranks decide together to stop
+
+**Reproducible by construction.** Each superstep opens exactly one schedule (possibly
+empty) and commits a schedule only when the window of ``fetch_robots`` schedules is full,
+so schedule ``s`` is committed in superstep ``s + fetch_robots``, whatever the fetch times
+are. The robots work in the background across those supersteps, and a superstep waits only
+for a schedule that is that old. Links, hosts freed and the CBT's contents therefore evolve
+identically in every run with the same seeds, settings and P: the same pages get the same
+doc ids (``tests/mpi/test_crawl.py`` checks it with randomised server latencies).
+``--max-seconds`` and signals end a crawl at a time-dependent point, of course.
+
+Only the main thread calls MPI, and it waits with non-blocking collectives polled with
+``Test`` and a short sleep: MPICH busy-polls inside blocking ones and would starve the
+robots and the other ranks (DESIGN.md, "Known pitfalls").
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from mpi4py import MPI
+
+from bspcrawl.frontier import Frontier
+from bspcrawl.index.store import STATS_DTYPE, RankStore
+from bspcrawl.index.terms import term_counts
+from bspcrawl.index.window import Schedule, Window
+from bspcrawl.partition import Link, bucket, pack, unpack
+from bspcrawl.progress import Progress
+from bspcrawl.robots.fetcher import Fetcher, FetchResult
+from bspcrawl.robots.links import LinkCache, parse_html
+from bspcrawl.settings import Settings
+from bspcrawl.urls import fingerprint, fingerprints, resolve
+
+POLL_SLEEP = 0.0005  # seconds between Test() calls while a collective is pending
+
+# The counters every rank contributes to the global sum at sync, in this order.
+GLOBAL = ("pages", "pages_ok", "errors", "bytes", "frontier", "unreleased", "urls_out",
+          "signal", "timeout", "seen")
+
+
+def wait(requests: list[MPI.Request]) -> None:
+    """Wait for non-blocking requests without MPICH's busy polling."""
+    while not MPI.Request.Testall(requests):
+        time.sleep(POLL_SLEEP)
+
+
+def exchange(comm: MPI.Comm, outboxes: list[list[Link]], counters: np.ndarray
+             ) -> tuple[list[Link], np.ndarray]:
+    """send_messages + sync: deliver each rank its links and sum ``counters`` over ranks."""
+    buf, counts = pack(outboxes)
+    recv_counts = np.empty_like(counts)
+    totals = np.empty_like(counters)
+    wait([comm.Ialltoall(counts, recv_counts),
+          comm.Iallreduce(counters, totals, op=MPI.SUM)])
+    rbuf = np.empty(int(recv_counts.sum()), dtype=np.uint8)
+    sdispl = np.concatenate(([0], np.cumsum(counts)[:-1]))
+    rdispl = np.concatenate(([0], np.cumsum(recv_counts)[:-1]))
+    wait([comm.Ialltoallv([buf, (counts, sdispl), MPI.BYTE],
+                          [rbuf, (recv_counts, rdispl), MPI.BYTE])])
+    return unpack(rbuf, recv_counts), totals
+
+
+def is_html(result: FetchResult) -> bool:
+    """True for a 2xx response that should be parsed as HTML."""
+    ct = result.content_type.lower()
+    if ct:
+        return ct.startswith(("text/html", "application/xhtml"))
+    return b"<html" in result.body[:1024].lower()
+
+
+@dataclass
+class Outcome:
+    """What a finished crawl reports (global totals)."""
+
+    supersteps: int
+    pages: int
+    pages_ok: int
+    errors: int
+    bytes: int
+    seen: int
+    wall_s: float
+    stopped: str
+
+
+class Crawl:
+    """One rank's scheduler: frontier, window, robots and index, driven superstep by step."""
+
+    def __init__(self, comm: MPI.Comm, settings: Settings, out: Path, seeds: list[str],
+                 progress: Progress | None = None) -> None:
+        self.comm, self.rank, self.size = comm, comm.Get_rank(), comm.Get_size()
+        self.settings = settings
+        self.frontier = Frontier(settings)
+        self.window = Window(settings.fetch_robots)
+        self.store = RankStore(out, self.rank, self.size, settings.to_dict(),
+                               settings.index_flush_pages)
+        self.cache = LinkCache()
+        self.inbox = bucket([Link(u) for u in seeds], self.size)[self.rank]
+        self.progress = progress
+        self.stop_requested = ""
+        self.wait_s = 0.0
+
+    def run(self) -> Outcome:
+        """Crawl until every frontier is empty and nothing is in flight, or a limit."""
+        s = self.settings
+        start = time.monotonic()
+        self.fetcher = Fetcher(s)
+        old = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT,
+                                                                  signal.SIGTERM)}
+        stopping, superstep, stopped = "", 0, "done"
+        try:
+            while True:
+                self.wait_s = 0.0
+                urls_in = len(self.inbox)
+                new = self.frontier.receive(self.inbox)                   # receive_messages
+                links = self.step(draining=bool(stopping))                # run
+                local = self._counters(len(links), start)
+                t0 = time.monotonic()
+                self.inbox, totals = exchange(self.comm, bucket(links, self.size), local)
+                self.wait_s += time.monotonic() - t0
+                g = dict(zip(GLOBAL, totals.tolist(), strict=True))
+                self._record(superstep, start, urls_in, len(links), new)
+                if self.progress:
+                    self.progress.update(superstep, g)
+                superstep += 1
+                if g["frontier"] == 0 and g["unreleased"] == 0 and g["urls_out"] == 0:
+                    stopped = stopping or "done"
+                    break
+                if stopping and g["unreleased"] == 0:
+                    stopped = stopping
+                    break
+                if not stopping:
+                    stopping = self._limit(g)
+        except BaseException:
+            self.store.close(complete=False)
+            raise
+        finally:
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
+            self.fetcher.close()
+        self.store.close(complete=True)
+        return Outcome(superstep, g["pages"], g["pages_ok"], g["errors"], g["bytes"],
+                       g["seen"], time.monotonic() - start, stopped)
+
+    def step(self, draining: bool) -> list[Link]:
+        """run: commit what the window releases, then open this superstep's schedule."""
+        links: list[Link] = []
+        while self.window.full() or (draining and len(self.window)):
+            self._wait_for(self.window.base)
+            for sched in self.window.release():
+                self._commit(sched, links)
+        if not draining:
+            jobs = self.frontier.next_jobs(self.window.next_seq)
+            self.window.open(jobs, time.time())
+            self.fetcher.submit(jobs)
+        return links
+
+    def _wait_for(self, seq: int) -> None:
+        """Deliver results to the window until schedule ``seq`` is acknowledged."""
+        t0 = time.monotonic()
+        while True:
+            result = self.fetcher.get()
+            while result is not None:
+                self.window.deliver(result.job.seq, result.job.index, result)
+                result = self.fetcher.get()
+            if self.window.acknowledged(seq):
+                break
+            result = self.fetcher.get(timeout=0.05)
+            if result is not None:
+                self.window.deliver(result.job.seq, result.job.index, result)
+        self.wait_s += time.monotonic() - t0
+
+    def _commit(self, sched: Schedule, links: list[Link]) -> None:
+        """Commit one schedule's results to the index in job order; collect their links."""
+        for result in sched.results:
+            self.frontier.done(result)
+            job = result.job
+            if job.robots:
+                continue
+            redirect, found, terms = "", [], {}
+            if result.location:
+                redirect = resolve(result.location, job.url) or ""
+                if redirect:
+                    links.append(Link(redirect, job.depth, job.hops + 1))
+            elif 200 <= result.status < 300 and is_html(result):
+                page = parse_html(result.body, job.url, self.cache)
+                found = page.links
+                if not page.noindex:
+                    terms = term_counts(page.text)
+                links.extend(Link(u, job.depth + 1) for u in found)
+            self.store.commit(result, fingerprint(job.url), redirect,
+                              fingerprints(found).tolist() if found else [], terms)
+
+    def _counters(self, urls_out: int, start: float) -> np.ndarray:
+        unreleased = sum(len(s.jobs) for s in self.window.outstanding.values())
+        limit = self.settings.crawl_max_seconds
+        timeout = self.rank == 0 and limit and time.monotonic() - start >= limit
+        st = self.store
+        return np.array([st.docs, st.pages_ok, st.errors, st.bytes, len(self.frontier),
+                         unreleased, urls_out, bool(self.stop_requested), bool(timeout),
+                         len(self.frontier.seen)], dtype=np.int64)
+
+    def _limit(self, g: dict[str, int]) -> str:
+        """The reason to stop scheduling, agreed by all ranks from global counters."""
+        if g["signal"]:
+            return "signal"
+        if g["timeout"]:
+            return "max_seconds"
+        mp = self.settings.crawl_max_pages
+        if mp and g["pages"] + g["unreleased"] >= mp:
+            return "max_pages"
+        return ""
+
+    def _record(self, superstep: int, start: float, urls_in: int, urls_out: int,
+                new: int) -> None:
+        c, st = self.frontier.counters, self.store
+        row = np.zeros((), dtype=STATS_DTYPE)
+        row[()] = (self.rank, superstep, time.monotonic() - start, st.docs, st.pages_ok,
+                   st.errors, st.bytes, len(self.frontier), self.window.in_flight(),
+                   len(self.frontier.seen), urls_in, urls_out, new,
+                   c["frontier/duplicates"], c["frontier/robots_denied"], self.wait_s)
+        self.store.add_stats(row)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        if self.stop_requested:  # a second signal: stop at once
+            raise KeyboardInterrupt
+        self.stop_requested = signal.Signals(signum).name

@@ -1,0 +1,48 @@
+"""Settings: defaults, validation, TOML, and the command-line options built from fields."""
+
+import argparse
+
+import pytest
+
+from bspcrawl.settings import Settings, SettingsError, add_arguments, from_args
+
+
+def parse(argv):
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    return from_args(p.parse_args(argv))
+
+
+def test_defaults_validate_and_agent_token():
+    s = Settings().validate()
+    assert s.agent_token == "bspcrawl"
+    assert s.fetch_robots == 8
+
+
+def test_options_override_toml_which_overrides_defaults(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("fetch_robots = 3\npoliteness_min_host_delay = 0.5\n")
+    s = parse(["--config", str(cfg), "--robots", "5"])
+    assert s.fetch_robots == 5 and s.politeness_min_host_delay == 0.5
+
+
+@pytest.mark.parametrize("argv", [["--robots", "0"], ["--min-host-delay", "-1"],
+                                  ["--fetch-timeout", "0"]])
+def test_bad_values_are_rejected(argv):
+    with pytest.raises(SettingsError):
+        parse(argv)
+
+
+@pytest.mark.parametrize("text,match", [("nope = 1\n", "unknown setting"),
+                                        ("fetch_robots = 'x'\n", "wrong type"),
+                                        ("fetch_robots = \n", "not valid TOML")])
+def test_bad_toml_is_rejected(tmp_path, text, match):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(text)
+    with pytest.raises(SettingsError, match=match):
+        parse(["--config", str(cfg)])
+
+
+def test_missing_config_file():
+    with pytest.raises(SettingsError, match="cannot read config"):
+        parse(["--config", "/nonexistent/c.toml"])
