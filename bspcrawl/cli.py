@@ -36,9 +36,16 @@ def _is_rank0() -> bool:
 
 
 def fail(message: str) -> NoReturn:
-    """Print one error line (on rank 0 only) and exit with code 2."""
+    """Print one error line (on rank 0 only) and exit with code 2.
+
+    Every rank meets the same mistake, so all finalize MPI here: under ``python -m mpi4py``
+    a non-zero exit would otherwise become an MPI_Abort with a message of its own.
+    """
     if _is_rank0():
         print(f"bspcrawl: error: {message}", file=sys.stderr)
+    mpi = sys.modules.get("mpi4py.MPI")
+    if mpi is not None and mpi.Is_initialized() and not mpi.Is_finalized():
+        mpi.Finalize()
     sys.exit(EXIT_USAGE)
 
 
@@ -178,7 +185,7 @@ DEMO_OUT = "demo-out"
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
-    from bspcrawl.testweb import add_arguments as add_web, cmd_seeds, cmd_serve, cmd_truth
+    from bspcrawl.testweb import add_arguments as add_web, add_subcommands
 
     p = _Parser(prog="bspcrawl", description="A bulk-synchronous parallel web crawler on MPI.")
     p.add_argument("--version", action="version", version=f"bspcrawl {__version__}")
@@ -198,17 +205,12 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--urls", action="store_true", help="every URL and its status, TSV")
     ins.set_defaults(func=cmd_inspect)
 
-    tw = sub.add_parser("testweb", help="the deterministic local web").add_subparsers(
-        dest="action", required=True, parser_class=_Parser)
-    for name, func, text in (("serve", cmd_serve, "serve the local web on 127.1.x.y"),
-                             ("truth", cmd_truth, "print the URLs a correct crawl fetches"),
-                             ("seeds", cmd_seeds, "print the default seed URLs")):
-        sp = tw.add_parser(name, help=text)
-        add_web(sp)
-        sp.set_defaults(func=func)
+    tw = sub.add_parser("testweb", help="the deterministic local web (serve, truth, seeds)")
+    add_subcommands(tw.add_subparsers(dest="action", required=True, parser_class=_Parser))
+    tw.set_defaults(web_errors=(OSError, ValueError))
 
     demo = sub.add_parser("demo", help="serve the local web and crawl it with mpiexec")
-    add_web(demo)
+    add_web(demo, "demo")
     demo.add_argument("--ranks", type=int, default=2, help="MPI ranks (default: 2)")
     demo.add_argument("--out", default=DEMO_OUT, help=f"output directory (default: {DEMO_OUT})")
     demo.add_argument("--overwrite", action="store_true", help="replace a crawl in --out")
@@ -219,9 +221,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``bspcrawl`` console script."""
     args = build_parser().parse_args(argv)
+    usage_errors = (UsageError, OutputError, settings_mod.SettingsError,
+                    *getattr(args, "web_errors", ()))
     try:
-        args.func(args)
-    except (UsageError, OutputError, settings_mod.SettingsError) as e:
+        sys.exit(args.func(args) or 0)
+    except usage_errors as e:
         fail(str(e))
     except KeyboardInterrupt:
         fail("interrupted")

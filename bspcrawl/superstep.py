@@ -158,8 +158,9 @@ class Crawl:
         """run: commit what the window releases, then open this superstep's schedule."""
         links: list[Link] = []
         while self.window.full() or (draining and len(self.window)):
-            self._wait_for(self.window.base)
-            for sched in self.window.release():
+            seq = self.window.base
+            self._wait_for(seq)
+            for sched in self.window.release(upto=seq):
                 self._commit(sched, links)
         if not draining:
             jobs = self.frontier.next_jobs(self.window.next_seq)

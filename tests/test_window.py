@@ -82,3 +82,13 @@ def test_release_order_is_sequence_order_whatever_the_arrival_order(sizes, rnd: 
     assert [s.seq for s in released] == list(range(len(sizes)))
     for s in released:
         assert s.results == [(s.seq, i) for i in range(len(s.jobs))]
+
+
+def test_release_upto_keeps_later_acknowledged_schedules():
+    w = Window(3)
+    for _ in range(3):
+        w.open(["j"], 0.0)
+    for seq in range(3):
+        w.deliver(seq, 0, seq)
+    assert [s.seq for s in w.release(upto=0)] == [0]
+    assert [s.seq for s in w.release(upto=5)] == [1, 2]

@@ -97,10 +97,12 @@ class Window:
         sched = self.outstanding.get(seq)
         return sched is None or sched.status == ACKNOWLEDGED
 
-    def release(self) -> list[Schedule]:
-        """Remove and return the acknowledged schedules at the front, in sequence order."""
+    def release(self, upto: int | None = None) -> list[Schedule]:
+        """Remove and return the acknowledged schedules at the front, in sequence order
+        (only those numbered ``upto`` or less, when given)."""
         out = []
-        while self.base in self.outstanding and self.acknowledged(self.base):
+        last = self.next_seq - 1 if upto is None else upto
+        while self.base <= last and self.base in self.outstanding and self.acknowledged(self.base):
             out.append(self.outstanding.pop(self.base))
             self.base += 1
         return out

@@ -1,0 +1,94 @@
+"""Bad input ends with one clear line on stderr and a non-zero exit, and loses no data."""
+
+import subprocess
+
+import pytest
+
+from tests.crawling import PY, crawl, serve
+
+
+def bspcrawl(*argv, **kw):
+    return subprocess.run([PY, "-m", "bspcrawl", *argv], capture_output=True, text=True,
+                          timeout=60, **kw)
+
+
+def assert_one_line_error(res, fragment):
+    assert res.returncode != 0
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    assert lines[0].startswith("bspcrawl: error: ") and fragment in lines[0], lines[0]
+    assert "Traceback" not in res.stderr
+
+
+def test_missing_seed_file(tmp_path):
+    res = bspcrawl("run", "--seeds", str(tmp_path / "nope.txt"), "--out", str(tmp_path / "o"))
+    assert_one_line_error(res, "cannot read seed file")
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("line", ["not a url", "ftp://example.org/", "http://", "//x.org/a",
+                                  "http://exa mple.org/"])
+def test_malformed_seed(tmp_path, line):
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(f"# comment\nhttp://127.1.0.1:1/\n{line}\n")
+    res = bspcrawl("run", "--seeds", str(seeds), "--out", str(tmp_path / "o"))
+    assert_one_line_error(res, "line 3")
+
+
+def test_empty_seed_file(tmp_path):
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("# nothing\n\n")
+    assert_one_line_error(bspcrawl("run", "--seeds", str(seeds), "--out", str(tmp_path / "o")),
+                          "no seed URL")
+
+
+def test_output_directory_holding_something_else(tmp_path):
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://127.1.0.1:1/\n")
+    out = tmp_path / "o"
+    out.mkdir()
+    (out / "thesis.tex").write_text("precious")
+    for extra in ([], ["--overwrite"]):
+        res = bspcrawl("run", "--seeds", str(seeds), "--out", str(out), *extra)
+        assert_one_line_error(res, "not a crawl's")
+    assert (out / "thesis.tex").read_text() == "precious"
+    assert sorted(p.name for p in out.iterdir()) == ["thesis.tex"]
+
+
+def test_output_is_a_file(tmp_path):
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("http://127.1.0.1:1/\n")
+    (tmp_path / "o").write_text("x")
+    assert_one_line_error(bspcrawl("run", "--seeds", str(seeds), "--out", str(tmp_path / "o")),
+                          "not a directory")
+
+
+@pytest.mark.parametrize("argv,fragment", [
+    (["run", "--no-such-option"], "unrecognized arguments"),
+    (["run", "--robots", "zero"], "invalid int value"),
+    (["run", "--robots", "0", "--seeds", "s", "--out", "o"], "--robots must be > 0"),
+    (["run"], "needs --seeds"),
+    (["frobnicate"], "invalid choice"),
+    (["inspect"], "required"),
+])
+def test_usage_errors(argv, fragment):
+    assert_one_line_error(bspcrawl(*argv), fragment)
+
+
+def test_inspect_of_a_directory_that_is_not_a_crawl(tmp_path):
+    assert_one_line_error(bspcrawl("inspect", str(tmp_path)), "holds no crawl.h5")
+    (tmp_path / "crawl.h5").write_bytes(b"garbage")
+    assert_one_line_error(bspcrawl("inspect", str(tmp_path)), "not a readable HDF5")
+
+
+@pytest.mark.slow
+def test_an_earlier_crawl_is_never_overwritten_without_overwrite(tmp_path):
+    out = tmp_path / "out"
+    with serve(pages=120, hosts=4) as web:
+        assert crawl(1, web.seeds(), out).returncode == 0
+        before = {p.name: p.read_bytes() for p in out.iterdir()}
+        again = crawl(2, web.seeds(), out)
+        assert_one_line_error(again, "--overwrite")
+        assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+        assert crawl(2, web.seeds(), out, "--overwrite").returncode == 0
+    assert (out / "rank-0001.h5").exists()
