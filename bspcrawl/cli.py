@@ -17,7 +17,8 @@ import tempfile
 from pathlib import Path
 from typing import NoReturn
 
-from bspcrawl import __version__, settings as settings_mod
+from bspcrawl import __version__
+from bspcrawl import settings as settings_mod
 from bspcrawl.index.output import OutputError, prepare
 
 EXIT_USAGE = 2
@@ -185,7 +186,8 @@ DEMO_OUT = "demo-out"
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
-    from bspcrawl.testweb import add_arguments as add_web, add_subcommands
+    from bspcrawl.testweb import add_arguments as add_web
+    from bspcrawl.testweb import add_subcommands
 
     p = _Parser(prog="bspcrawl", description="A bulk-synchronous parallel web crawler on MPI.")
     p.add_argument("--version", action="version", version=f"bspcrawl {__version__}")

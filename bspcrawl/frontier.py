@@ -1,16 +1,18 @@
 """One rank's frontier: seen set, CBT priority queue, per-host state and pending queue Q.
 
 Marin et al. (2008), section 2: each superstep the scheduler extracts the top R URLs from
-its priority queue; URLs whose host cannot take a request now wait in a pending queue Q.
-Here Q is one FIFO per host, and a host "can take a request" when:
+its priority queue; URLs that cannot be scheduled now wait in a pending queue Q. Here Q is
+one FIFO per host, and a schedule takes at most one URL per host:
 
-- its robots.txt is known (the first URL of a new host queues a robots.txt job first), and
-- it has no job in an outstanding schedule (one transfer per host at a time).
+- the first URL of a new host queues a robots.txt job; the host's URLs wait in Q until
+  that job is committed;
+- hosts with URLs in Q are served round-robin, one URL each, before the CBT's top R;
+- a schedule holds at most R jobs.
 
-Every decision depends only on the order of operations, never on the clock, so two crawls
-with the same seeds and settings schedule the same URLs in the same order; wall-clock
-politeness (delays) is the fetcher's job. Priorities: shallower first (``-depth``), ties
-broken by the CBT's rule (by id).
+The fetcher runs each host's jobs one at a time, in order, with the host's delay between
+them (robots/fetcher.py). Every decision here depends only on the order of operations,
+never on the clock, so crawls with the same seeds, settings and P schedule the same URLs
+in the same order. Priorities: shallower first (``-depth``), ties broken by the CBT (id).
 """
 
 from __future__ import annotations
@@ -33,9 +35,9 @@ class Host:
     """Per-host scheduling state (all hosts a rank owns)."""
 
     rules: RobotsRules | None = None
-    busy: bool = False
     delay: float = 0.0
     pending: deque[int] = field(default_factory=deque)
+    queued: bool = False  # in Frontier.active
 
 
 def robots_url(url: str) -> str:
@@ -57,7 +59,7 @@ class Frontier:
         self.seen: set[int] = set()
         self.links: dict[int, Link] = {}  # fingerprint -> link, for URLs not yet scheduled
         self.hosts: dict[str, Host] = {}
-        self.ready: deque[str] = deque()  # hosts freed with URLs pending, in freeing order
+        self.active: deque[str] = deque()  # hosts with known rules and URLs in Q, round-robin
         self.pending = 0
         self.counters: dict[str, int] = dict.fromkeys(
             ("frontier/duplicates", "frontier/robots_denied", "frontier/too_deep",
@@ -90,53 +92,67 @@ class Frontier:
         return len(ids)
 
     def next_jobs(self, seq: int) -> list[FetchJob]:
-        """The jobs of schedule ``seq``: freed hosts' pending URLs, then the CBT's top R."""
+        """The jobs of schedule ``seq``: one URL per host from Q, then from the CBT's top."""
+        limit = self.settings.queue_batch
         jobs: list[FetchJob] = []
-        while self.ready:
-            self._serve(self.ready.popleft(), seq, jobs)
-        if len(self.cbt) and self.pending < self.settings.queue_pending_max:
-            ids, _ = self.cbt.extract_many(self.settings.queue_batch)
+        served: set[str] = set()
+        for _ in range(len(self.active)):
+            if len(jobs) >= limit:
+                break
+            key = self.active.popleft()
+            self.hosts[key].queued = False
+            self._serve(key, seq, jobs)
+            served.add(key)
+        room = limit - len(jobs)
+        if room > 0 and len(self.cbt) and self.pending < self.settings.queue_pending_max:
+            ids, _ = self.cbt.extract_many(room)
             for fp in ids.tolist():
                 url = self.links[fp].url
                 key = host_key(url)
                 host = self.hosts.get(key)
                 if host is None:
                     host = self.hosts[key] = Host(delay=self.settings.politeness_min_host_delay)
+                    jobs.append(FetchJob(seq, len(jobs), robots_url(url), key, host.delay, True))
                 host.pending.append(fp)
                 self.pending += 1
-                if host.rules is None and not host.busy:
-                    host.busy = True
-                    jobs.append(FetchJob(seq, len(jobs), robots_url(url), key, host.delay, True))
-                elif not host.busy:
+                if host.rules is not None and key not in served:
                     self._serve(key, seq, jobs)
+                    served.add(key)
+                else:
+                    self._enqueue(key)
         return jobs
 
     def _serve(self, key: str, seq: int, jobs: list[FetchJob]) -> None:
-        """Schedule the first allowed pending URL of a free host; drop disallowed ones."""
+        """Schedule the host's first allowed URL in Q (dropping disallowed ones)."""
         host = self.hosts[key]
-        assert host.rules is not None and not host.busy
+        assert host.rules is not None
         while host.pending:
             fp = host.pending.popleft()
             self.pending -= 1
             link = self.links.pop(fp)
             if host.rules.allowed(link.url):
-                host.busy = True
                 jobs.append(FetchJob(seq, len(jobs), link.url, key, host.delay, False,
                                      link.depth, link.hops))
-                return
+                break
             self.counters["frontier/robots_denied"] += 1
+        self._enqueue(key)
+
+    def _enqueue(self, key: str) -> None:
+        """Put a host with known rules and URLs in Q on the round-robin, once."""
+        host = self.hosts[key]
+        if host.pending and host.rules is not None and not host.queued:
+            host.queued = True
+            self.active.append(key)
 
     def done(self, result: FetchResult) -> None:
-        """A committed result frees its host; a robots.txt result sets the host's rules."""
+        """A committed robots.txt result sets its host's rules and delay."""
+        if not result.job.robots:
+            return
         host = self.hosts[result.job.host]
-        host.busy = False
-        if result.job.robots:
-            host.rules = self._rules(result)
-            crawl_delay = min(host.rules.crawl_delay or 0.0,
-                              self.settings.politeness_max_crawl_delay)
-            host.delay = max(self.settings.politeness_min_host_delay, crawl_delay)
-        if host.pending:
-            self.ready.append(result.job.host)
+        host.rules = self._rules(result)
+        crawl_delay = min(host.rules.crawl_delay or 0.0, self.settings.politeness_max_crawl_delay)
+        host.delay = max(self.settings.politeness_min_host_delay, crawl_delay)
+        self._enqueue(result.job.host)
 
     def _rules(self, result: FetchResult) -> RobotsRules:
         """RFC 9309 2.3.1: 2xx parse, 4xx allow all, 5xx or no answer disallow all."""

@@ -5,9 +5,10 @@ threads: a single background thread (named ``robots``) runs a ``CurlMulti`` with
 ``fetch_robots`` transfers at once, so the network waits overlap while Python work stays
 on one thread (DESIGN.md, "one thread of Python work per process").
 
-Politeness is enforced here, on the wall clock: the scheduler never hands out two jobs for
-one host at a time, and this thread starts a host's job no earlier than ``job.delay``
-seconds after that host's previous transfer ended.
+Politeness is enforced here, on the wall clock: each host's jobs wait in a FIFO (schedule
+order), at most one of them is in transfer, and the next starts no earlier than
+``job.delay`` seconds after the previous one ended. A host therefore never has two
+requests in flight from this rank, and hosts are rank-local (partition.py).
 
 The thread shares only two queues with the scheduler: :meth:`Fetcher.submit` puts jobs in,
 :meth:`Fetcher.get` takes :class:`FetchResult` objects out in the order they finish.
@@ -20,6 +21,7 @@ import itertools
 import queue
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 
 import pycurl
@@ -86,6 +88,7 @@ class _Transfer:
         self.size = 0
         self.headers: dict[str, str] = {}
         self.job: FetchJob | None = None
+        self.limit_now = self.limit
         self.started = 0.0
         http = pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS
         c.setopt(pycurl.PROTOCOLS, http)
@@ -184,41 +187,51 @@ class Fetcher:
         multi = pycurl.CurlMulti()
         idle = [_Transfer(self.settings) for _ in range(self.settings.fetch_robots)]
         active: dict[pycurl.Curl, _Transfer] = {}
-        waiting: list[tuple[float, int, FetchJob]] = []  # (not before, tie, job)
-        host_free: dict[str, float] = {}  # host -> monotonic time its next request may start
+        queues: dict[str, deque[FetchJob]] = {}  # per host, jobs in schedule order
+        ready: list[tuple[float, int, str]] = []  # (not before, tie, host): host may start
+        free_at: dict[str, float] = {}  # host -> monotonic time its next request may start
         tie = itertools.count()
         while not self._stop.is_set():
-            now = time.monotonic()
-            block = not active and not waiting
+            block = not active and not ready
             while True:
                 try:
                     job = self._inbox.get(timeout=0.05) if block else self._inbox.get_nowait()
                 except queue.Empty:
                     break
                 block = False
-                heapq.heappush(waiting, (host_free.get(job.host, 0.0), next(tie), job))
+                q = queues.setdefault(job.host, deque())
+                q.append(job)
+                if len(q) == 1:  # the host is neither fetching nor waiting to
+                    heapq.heappush(ready, (free_at.get(job.host, 0.0), next(tie), job.host))
             now = time.monotonic()
-            while waiting and idle and waiting[0][0] <= now:
+            while ready and idle and ready[0][0] <= now:
                 tr = idle.pop()
-                tr.start(heapq.heappop(waiting)[2])
+                tr.start(queues[heapq.heappop(ready)[2]][0])
                 multi.add_handle(tr.curl)
                 active[tr.curl] = tr
             if not active:
-                if waiting:
-                    time.sleep(min(0.05, max(0.0, waiting[0][0] - now)))
+                if ready:
+                    time.sleep(min(0.05, max(0.0, ready[0][0] - now)))
                 continue
             while multi.perform()[0] == pycurl.E_CALL_MULTI_PERFORM:
                 pass
             while True:
-                queued, ok, failed = multi.info_read()
+                pending, ok, failed = multi.info_read()
                 for curl, errno in [(c, 0) for c in ok] + [(c, e) for c, e, _ in failed]:
                     multi.remove_handle(curl)
                     tr = active.pop(curl)
                     res = tr.finish(errno)
-                    host_free[res.job.host] = time.monotonic() + res.job.delay
+                    host = res.job.host
+                    free_at[host] = time.monotonic() + res.job.delay
+                    q = queues[host]
+                    q.popleft()
+                    if q:
+                        heapq.heappush(ready, (free_at[host], next(tie), host))
+                    else:
+                        del queues[host]
                     self._results.put(res)
                     idle.append(tr)
-                if not queued:
+                if not pending:
                     break
             if active:
                 multi.select(0.002)

@@ -1,0 +1,60 @@
+"""A deterministic local web on loopback for bspcrawl's tests, demo and benchmarks.
+
+- :mod:`~bspcrawl.testweb.model`: :class:`WebConfig`, :class:`Web` (sites, pages, links,
+  robots.txt, dead links, redirects, rendered HTML) and the ground truth
+  :meth:`Web.truth`, the exact set of URLs a correct robots.txt-obeying crawl fetches;
+- :mod:`~bspcrawl.testweb.server`: an asyncio HTTP/1.1 server, one listening socket per
+  host address ``127.1.a.b:PORT``; :func:`running` (a thread, for tests),
+  :func:`running_process` (a child process: no shared GIL) and :func:`serve_forever` (CLI);
+- :mod:`~bspcrawl.testweb.cli`: ``bspcrawl testweb serve | truth | seeds``.
+
+Example::
+
+    web = Web(WebConfig(pages=300, hosts=10, port=free_port(10)))
+    with running(web, log="requests.tsv"):
+        ...  # crawl web.seeds(); the fetched URLs must equal web.truth()
+"""
+
+from bspcrawl.testweb.cli import (
+    add_arguments,
+    add_subcommands,
+    cmd_seeds,
+    cmd_serve,
+    cmd_truth,
+    config_argv,
+    config_from_args,
+    read_seeds,
+)
+from bspcrawl.testweb.model import AGENT, DEAD, PAGE, REDIRECT, Web, WebConfig, host_address
+from bspcrawl.testweb.server import (
+    PortInUseError,
+    TestWebServer,
+    free_port,
+    running,
+    running_process,
+    serve_forever,
+)
+
+__all__ = [
+    "AGENT",
+    "DEAD",
+    "PAGE",
+    "REDIRECT",
+    "PortInUseError",
+    "TestWebServer",
+    "Web",
+    "WebConfig",
+    "add_arguments",
+    "add_subcommands",
+    "cmd_seeds",
+    "cmd_serve",
+    "cmd_truth",
+    "config_argv",
+    "config_from_args",
+    "free_port",
+    "host_address",
+    "read_seeds",
+    "running",
+    "running_process",
+    "serve_forever",
+]

@@ -1,0 +1,7 @@
+"""``python -m bspcrawl.testweb serve|truth|seeds``: the test web without the main CLI."""
+
+import sys
+
+from bspcrawl.testweb.cli import main
+
+sys.exit(main())

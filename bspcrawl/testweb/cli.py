@@ -1,0 +1,169 @@
+"""Command-line hooks of the test web: ``bspcrawl testweb serve | truth | seeds``.
+
+:func:`add_arguments` adds the :class:`WebConfig` options (and a command's own options)
+to a parser, :func:`config_from_args` turns parsed arguments back into a WebConfig, and
+``cmd_serve`` / ``cmd_truth`` / ``cmd_seeds`` run a command and return its exit code.
+Mistakes raise ValueError (or OSError) with a one-line message for the caller to print.
+``python -m bspcrawl.testweb`` wires them up on its own (see :func:`main`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bspcrawl.testweb.model import Web, WebConfig
+from bspcrawl.testweb.server import serve_forever
+
+_HELP = {
+    "seed": "RNG seed of the whole web",
+    "pages": "number of HTML pages",
+    "hosts": "number of sites (127.1.0.1, 127.1.0.2, ...)",
+    "port": "TCP port of every site",
+    "min_kb": "smallest page, KiB",
+    "max_kb": "largest page, KiB",
+    "cross_host": "fraction of links to another host",
+    "dead_links": "fraction of links that answer 404",
+    "redirects": "fraction of pages reachable only through a 301/302",
+    "unreachable": "fraction of pages linked from nowhere",
+    "seed_hosts": "default seeds: home pages of this many hosts",
+    "max_links": "largest number of links on a page",
+}
+
+
+def _latency(text: str) -> tuple[float, float]:
+    try:
+        values = [float(v) for v in text.split(",")]
+    except ValueError:
+        values = []
+    if len(values) == 1:
+        values *= 2
+    if len(values) != 2 or not 0 <= values[0] <= values[1]:
+        raise argparse.ArgumentTypeError(f"expected LO,HI seconds with 0 <= LO <= HI: {text!r}")
+    return values[0], values[1]
+
+
+def add_arguments(parser: argparse.ArgumentParser, command: str | None = None) -> None:
+    """Add the WebConfig options, plus ``serve``'s (``--latency``, ``--log``) and
+    ``truth``'s (``--seeds``) when ``command`` names them (all when it is None)."""
+    group = parser.add_argument_group("test web")
+    for f in dataclasses.fields(WebConfig):
+        kind = float if f.type in ("float", float) else int
+        group.add_argument(
+            "--" + f.name.replace("_", "-"),
+            type=kind,
+            default=f.default,
+            metavar="F" if kind is float else "N",
+            help=f"{_HELP[f.name]} (default: %(default)s)",
+        )
+    if command in (None, "serve"):
+        parser.add_argument(
+            "--latency",
+            type=_latency,
+            default=None,
+            metavar="LO[,HI]",
+            help="delay each response by a random time in [LO, HI] seconds",
+        )
+        parser.add_argument(
+            "--log",
+            type=Path,
+            default=None,
+            metavar="FILE",
+            help="append one line per request: host, path, start, end, status",
+        )
+    if command in (None, "truth"):
+        parser.add_argument(
+            "--seeds",
+            type=Path,
+            default=None,
+            metavar="FILE",
+            help="seed URLs, one per line (default: the web's default seeds)",
+        )
+
+
+def config_from_args(args: argparse.Namespace) -> WebConfig:
+    """The WebConfig named by parsed arguments (missing options take their defaults)."""
+    values = {
+        f.name: getattr(args, f.name)
+        for f in dataclasses.fields(WebConfig)
+        if getattr(args, f.name, None) is not None
+    }
+    return WebConfig(**values)
+
+
+def config_argv(config: WebConfig) -> list[str]:
+    """Command-line options that :func:`config_from_args` turns back into ``config``."""
+    argv = []
+    for f in dataclasses.fields(WebConfig):
+        argv += ["--" + f.name.replace("_", "-"), repr(getattr(config, f.name))]
+    return argv
+
+
+def read_seeds(path: str | Path) -> list[str]:
+    """Seed URLs of a file: one per line, blank lines and ``#`` comments skipped."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"cannot read seeds file {path}: {e}") from None
+    lines = (line.strip() for line in text.splitlines())
+    return [line for line in lines if line and not line.startswith("#")]
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Serve the web until SIGINT/SIGTERM."""
+    web = Web(config_from_args(args))
+    serve_forever(
+        web,
+        latency=getattr(args, "latency", None),
+        log=getattr(args, "log", None),
+        announce=lambda line: print(line, flush=True),
+    )
+    return 0
+
+
+def cmd_truth(args: argparse.Namespace) -> int:
+    """Print the URLs a correct crawl from the seeds fetches, one per line, sorted."""
+    web = Web(config_from_args(args))
+    path = getattr(args, "seeds", None)
+    seeds = read_seeds(path) if path is not None else None
+    if seeds is not None and not seeds:
+        raise ValueError(f"seeds file {path} has no URLs")
+    urls = web.truth(seeds)
+    sys.stdout.write("".join(u + "\n" for u in urls))
+    return 0
+
+
+def cmd_seeds(args: argparse.Namespace) -> int:
+    """Print the web's default seed URLs, one per line."""
+    sys.stdout.write("".join(u + "\n" for u in Web(config_from_args(args)).seeds()))
+    return 0
+
+
+COMMANDS = {"serve": cmd_serve, "truth": cmd_truth, "seeds": cmd_seeds}
+
+
+def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``serve``, ``truth`` and ``seeds`` parsers (with ``func`` set) to ``subparsers``."""
+    for name, func in COMMANDS.items():
+        sub = subparsers.add_parser(
+            name, help=func.__doc__.splitlines()[0].rstrip("."), description=func.__doc__
+        )
+        add_arguments(sub, name)
+        sub.set_defaults(func=func)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m bspcrawl.testweb serve|truth|seeds [options]``."""
+    parser = argparse.ArgumentParser(
+        prog="python -m bspcrawl.testweb", description="A deterministic local web on loopback."
+    )
+    add_subcommands(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except (OSError, ValueError) as e:
+        print(f"{parser.prog} {args.command}: error: {e}", file=sys.stderr)
+        return 2

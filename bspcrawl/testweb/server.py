@@ -1,0 +1,421 @@
+"""An asyncio HTTP/1.1 server for a :class:`~bspcrawl.testweb.model.Web` on loopback.
+
+One process, one event loop, one listening socket per host address (``127.1.a.b:PORT``);
+a request's site is the local address its connection arrived on (the ``Host`` header is
+the fallback). Keep-alive connections, GET and HEAD, minimal hand-written parsing with a
+header size limit and an idle/request timeout. Answers:
+
+- ``/robots.txt``: ``text/plain`` (404 on hosts without one);
+- a page: 200 ``text/html; charset=utf-8`` with ``Content-Length`` and an ``ETag``
+  (``If-None-Match`` gives 304);
+- a redirect: 301/302 with ``Location``; anything else: 404 (small HTML, no links).
+
+Options: ``latency=(lo, hi)`` delays each response by a uniform random time in seconds
+(unseeded unless ``latency_seed`` is given, so two runs finish requests in different
+orders); ``log=PATH`` appends one line per finished request,
+``netloc<TAB>target<TAB>start_monotonic<TAB>end_monotonic<TAB>status``, where start is
+when the request head was read and end when the response was handed to the kernel
+(``time.monotonic()`` is system-wide, so other processes can compare).
+
+Use :func:`running` from tests (a background thread with its own loop) and
+:func:`serve_forever` from the command line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import functools
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TextIO
+
+from bspcrawl.testweb.model import PAGE, REDIRECT, Web, host_address, host_index
+
+MAX_HEADER = 16 * 1024  # bytes of request head (request line + headers) accepted
+REQUEST_TIMEOUT = 30.0  # seconds a connection may stay idle or take to send a request head
+
+_REASONS = {
+    200: "OK",
+    301: "Moved Permanently",
+    302: "Found",
+    304: "Not Modified",
+    400: "Bad Request",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    431: "Request Header Fields Too Large",
+    505: "HTTP Version Not Supported",
+}
+_HTML = "text/html; charset=utf-8"
+_TEXT = "text/plain; charset=utf-8"
+
+
+class PortInUseError(OSError):
+    """A host address of the web cannot be bound (the port is taken, or the address is
+    not available)."""
+
+
+@functools.cache
+def _small_page(status: int) -> bytes:
+    reason = _REASONS[status]
+    return (
+        f"<!DOCTYPE html>\n<html><head><title>{status} {reason}</title></head>"
+        f"<body><h1>{reason}</h1></body></html>\n"
+    ).encode()
+
+
+class TestWebServer:
+    """Serves one :class:`Web`; :meth:`start` and :meth:`stop` run inside an event loop.
+
+    ``requests`` counts finished requests; ``addresses`` lists the bound (address, port).
+    """
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    def __init__(
+        self,
+        web: Web,
+        latency: tuple[float, float] | None = None,
+        log: str | Path | None = None,
+        latency_seed: int | None = None,
+        request_timeout: float = REQUEST_TIMEOUT,
+        max_header: int = MAX_HEADER,
+    ) -> None:
+        if latency is not None and not 0 <= latency[0] <= latency[1]:
+            raise ValueError(f"latency must be (lo, hi) with 0 <= lo <= hi, not {latency}")
+        self.web = web
+        self.latency = latency
+        self.log_path = Path(log) if log is not None else None
+        self.request_timeout = request_timeout
+        self.max_header = max_header
+        self.requests = 0
+        self.addresses: list[tuple[str, int]] = []
+        self._random = random.Random(latency_seed)
+        self._servers: list[asyncio.Server] = []
+        self._tasks: set[asyncio.Task] = set()
+        self._log: TextIO | None = None
+        self._site = {host_address(h): h for h in range(web.n_hosts)}
+        self._etag = f"{zlib.crc32(repr(web.config).encode()):08x}"  # same config, same tags
+
+    async def start(self) -> None:
+        """Bind every host address; raises :class:`PortInUseError` naming the address."""
+        port = self.web.config.port
+        self.web.html(0)  # builds the text all pages share before the first request
+        if self.log_path is not None:
+            self._log = open(self.log_path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+        try:
+            for h in range(self.web.n_hosts):
+                addr = host_address(h)
+                try:
+                    server = await asyncio.start_server(
+                        self._serve,
+                        addr,
+                        port,
+                        limit=self.max_header,
+                        backlog=1024,
+                        reuse_address=True,
+                    )
+                except OSError as e:
+                    what = "in use" if e.errno == errno.EADDRINUSE else "not available"
+                    raise PortInUseError(
+                        e.errno, f"cannot listen on {addr}:{port}: address {what} ({e.strerror})"
+                    ) from e
+                self._servers.append(server)
+                self.addresses.append((addr, port))
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def stop(self) -> None:
+        """Close the listeners and every open connection, and the log."""
+        for server in self._servers:
+            server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        for server in self._servers:
+            await server.wait_closed()
+        self._servers.clear()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def describe(self) -> str:
+        """One line saying where the web listens."""
+        web = self.web
+        last = host_address(web.n_hosts - 1)
+        return (
+            f"testweb: {web.n_pages} pages on {web.n_hosts} hosts, http://{host_address(0)}"
+            f" .. http://{last} port {web.config.port} (seed {web.config.seed})"
+        )
+
+    # ------------------------------------------------------------------ one connection
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        site = self._site.get(writer.get_extra_info("sockname")[0])
+        try:
+            while await self._one_request(reader, writer, site):
+                pass
+        except (ConnectionError, asyncio.IncompleteReadError, TimeoutError, asyncio.CancelledError):
+            pass
+        finally:
+            self._tasks.discard(task)
+            writer.close()
+
+    async def _one_request(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, site: int | None
+    ) -> bool:
+        """Read, answer and log one request; False when the connection should close."""
+        try:
+            async with asyncio.timeout(self.request_timeout):
+                head = await reader.readuntil(b"\r\n\r\n")
+        except (asyncio.IncompleteReadError, TimeoutError):
+            return False
+        except asyncio.LimitOverrunError:
+            await self._send(writer, *self._error(431), None, "-", time.monotonic(), True)
+            return False
+        start = time.monotonic()
+        lines = head[:-4].decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ")
+        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+            status = 505 if len(parts) == 3 and parts[2].startswith("HTTP/") else 400
+            await self._send(writer, *self._error(status), site, lines[0][:200], start, True)
+            return False
+        method, target, version = parts
+        headers = {}
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if not sep:
+                await self._send(writer, *self._error(400), site, target, start, True)
+                return False
+            headers[name.strip().lower()] = value.strip()
+        length = headers.get("content-length", "0")
+        if not length.isdigit() or int(length) > self.max_header:
+            await self._send(writer, *self._error(400), site, target, start, True)
+            return False
+        if int(length):
+            async with asyncio.timeout(self.request_timeout):
+                await reader.readexactly(int(length))  # a body we ignore
+        connection = headers.get("connection", "").lower()
+        close = "close" in connection or (version == "HTTP/1.0" and "keep-alive" not in connection)
+        if target.startswith(("http://", "https://")):  # absolute-form
+            rest = target.split("://", 1)[1]
+            slash = rest.find("/")
+            headers["host"], target = (rest, "/") if slash < 0 else (rest[:slash], rest[slash:])
+        if site is None:
+            site = host_index(headers.get("host", "").rsplit(":", 1)[0])
+            if site is not None and site >= self.web.n_hosts:
+                site = None
+        status, extra, body = self._answer(site, method, target, headers)
+        if self.latency is not None:
+            await asyncio.sleep(self._random.uniform(*self.latency))
+        await self._send(
+            writer, status, extra, body, site, target, start, close, head_only=method == "HEAD"
+        )
+        return not close
+
+    def _answer(
+        self, site: int | None, method: str, target: str, headers: dict[str, str]
+    ) -> tuple[int, list[str], bytes]:
+        """Status, extra header lines and body for one request."""
+        web = self.web
+        if method not in ("GET", "HEAD"):
+            status, extra, body = self._error(405)
+            return status, [*extra, "Allow: GET, HEAD"], body
+        if site is None:
+            return self._error(404)
+        if target == "/robots.txt":
+            text = web.robots_txt(site)
+            if text is None:
+                return self._error(404)
+            return 200, [f"Content-Type: {_TEXT}"], text.encode()
+        r = web.lookup(site, target)
+        if r < 0:
+            return self._error(404)
+        kind = web.kind[r]
+        if kind == PAGE:
+            etag = f'"{self._etag}-{r:x}"'
+            if headers.get("if-none-match") == etag:
+                return 304, [f"ETag: {etag}"], b""
+            return 200, [f"Content-Type: {_HTML}", f"ETag: {etag}"], web.html(r)
+        if kind == REDIRECT:
+            status, location = web.redirect(r)
+            return status, [f"Location: {location}", f"Content-Type: {_HTML}"], _small_page(status)
+        return self._error(404)
+
+    @staticmethod
+    def _error(status: int) -> tuple[int, list[str], bytes]:
+        return status, [f"Content-Type: {_HTML}"], _small_page(status)
+
+    async def _send(
+        self,
+        writer: asyncio.StreamWriter,
+        status: int,
+        extra: list[str],
+        body: bytes,
+        site: int | None,
+        target: str,
+        start: float,
+        close: bool,
+        head_only: bool = False,
+    ) -> None:
+        lines = [f"HTTP/1.1 {status} {_REASONS[status]}", "Server: bspcrawl-testweb", *extra]
+        if status != 304:
+            lines.append(f"Content-Length: {len(body)}")
+        if close:
+            lines.append("Connection: close")
+        header = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+        # one write, one send(): HEAD gets the headers only (Content-Length tells the size)
+        writer.write(header if head_only else header + body)
+        try:
+            await writer.drain()
+        finally:  # logged even if the client went away
+            self.requests += 1
+            if self._log is not None:
+                netloc = self.web.netlocs[site] if site is not None else "-"
+                end = time.monotonic()
+                self._log.write(f"{netloc}\t{target}\t{start:.6f}\t{end:.6f}\t{status}\n")
+
+
+def free_port(hosts: int = 1, tries: int = 50) -> int:
+    """A TCP port that is free right now on the first ``hosts`` host addresses (for tests)."""
+    for _ in range(tries):
+        socks: list[socket.socket] = []
+        try:
+            first = socket.socket()
+            socks.append(first)
+            first.bind((host_address(0), 0))
+            port = first.getsockname()[1]
+            for h in range(1, hosts):
+                s = socket.socket()
+                socks.append(s)
+                s.bind((host_address(h), port))
+            return port
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise PortInUseError(errno.EADDRINUSE, f"no port free on {hosts} host addresses")
+
+
+@contextlib.contextmanager
+def running(
+    web: Web,
+    latency: tuple[float, float] | None = None,
+    log: str | Path | None = None,
+    **options,
+) -> Iterator[TestWebServer]:
+    """Serve ``web`` from a background thread (its own event loop) inside a ``with``.
+
+    Yields the :class:`TestWebServer` once every address listens; stops it, closing all
+    connections and the log, on exit. Other keyword ``options`` go to TestWebServer.
+    """
+    server = TestWebServer(web, latency=latency, log=log, **options)
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    failure: list[BaseException] = []
+
+    def main() -> None:
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(server.start())
+        except BaseException as e:  # noqa: BLE001 - handed to the caller's thread
+            failure.append(e)
+            ready.set()
+            loop.close()
+            return
+        ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.run_until_complete(server.stop())
+            loop.close()
+
+    thread = threading.Thread(target=main, name="testweb-server", daemon=True)
+    thread.start()
+    ready.wait()
+    if failure:
+        thread.join()
+        raise failure[0]
+    try:
+        yield server
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+
+
+def serve_forever(
+    web: Web,
+    latency: tuple[float, float] | None = None,
+    log: str | Path | None = None,
+    announce=print,
+) -> None:
+    """Serve ``web`` in this thread until SIGINT or SIGTERM, then stop cleanly."""
+
+    async def main() -> None:
+        server = TestWebServer(web, latency=latency, log=log)
+        await server.start()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        announce(server.describe())
+        try:
+            await stop.wait()
+        finally:
+            await server.stop()
+
+    asyncio.run(main())
+
+
+@contextlib.contextmanager
+def running_process(
+    web: Web,
+    latency: tuple[float, float] | None = None,
+    log: str | Path | None = None,
+    stop_timeout: float = 10.0,
+) -> Iterator[subprocess.Popen]:
+    """Like :func:`running`, but the server is a child process (``python -m
+    bspcrawl.testweb serve``), so it shares no GIL with the caller. Yields the Popen once
+    the server listens; raises OSError with the child's message if it cannot start."""
+    from bspcrawl.testweb.cli import config_argv  # cli imports this module
+
+    argv = [sys.executable, "-m", "bspcrawl.testweb", "serve", *config_argv(web.config)]
+    if latency is not None:
+        argv += ["--latency", f"{latency[0]!r},{latency[1]!r}"]
+    if log is not None:
+        argv += ["--log", str(log)]
+    # stderr goes to a file, not a pipe, so that a chatty child never blocks
+    with (
+        tempfile.TemporaryFile("w+") as errors,
+        subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errors, text=True) as proc,
+    ):
+        try:
+            if not proc.stdout.readline():  # the announcement: listening
+                proc.wait()
+                errors.seek(0)
+                message = errors.read().strip().splitlines()
+                raise OSError(message[-1] if message else "testweb server exited")
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                try:
+                    proc.wait(stop_timeout)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
