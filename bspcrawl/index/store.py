@@ -31,14 +31,16 @@ Layout (every dataset 1-D, one row per page unless said otherwise):
 
 Root attributes: ``format`` ("bspcrawl-rank"), ``version``, ``rank``, ``ranks``,
 ``settings`` (JSON), ``started``, ``finished`` (Unix times) and ``complete`` (bool).
-The inverted index is kept in memory and written at :meth:`close`.
+The inverted index is built in memory, compactly: at each flush the batch's terms become
+int32 term ids (one dict lookup per distinct term occurrence, in C), so a posting costs
+12 bytes until :meth:`close` sorts them into the CSR arrays.
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections import defaultdict
+from itertools import repeat
 from pathlib import Path
 
 import h5py
@@ -103,7 +105,11 @@ class RankStore:
         self.link_buffer: list[int] = []
         self.link_counts: list[int] = []
         self.link_total = 0
-        self.postings: dict[bytes, list[int]] = defaultdict(list)  # term -> [doc, tf, ...]
+        self.vocab: dict[bytes, int] = {}  # term -> term id, in order of first use
+        self.batch_terms: list[bytes] = []  # terms of the buffered pages, page by page
+        self.batch_tfs: list[int] = []
+        self.batch_docs: list[int] = []  # doc id of each buffered (term, tf)
+        self.postings: list[np.ndarray] = []  # flushed (term id, doc, tf) int arrays
         self.docs = 0
         self.pages_ok = 0
         self.errors = 0
@@ -130,10 +136,9 @@ class RankStore:
         b["redirect"].append(redirect)
         self.link_buffer.extend(link_fps)
         self.link_counts.append(len(link_fps))
-        for term, tf in terms.items():
-            posting = self.postings[term]
-            posting.append(doc)
-            posting.append(tf)
+        self.batch_terms.extend(terms)
+        self.batch_tfs.extend(terms.values())
+        self.batch_docs.extend(repeat(doc, len(terms)))
         self.bytes += len(result.body)
         if result.error:
             self.errors += 1
@@ -148,7 +153,17 @@ class RankStore:
         _append(self.stats, row.reshape(1))
 
     def flush(self) -> None:
-        """Write the buffered pages and links to the file."""
+        """Write the buffered pages and links to the file; turn terms into term ids."""
+        if self.batch_terms:
+            vocab = self.vocab
+            for term in set(self.batch_terms).difference(vocab):
+                vocab[term] = len(vocab)
+            n = len(self.batch_terms)
+            self.postings.append(np.stack([
+                np.fromiter(map(vocab.__getitem__, self.batch_terms), np.int64, n),
+                np.asarray(self.batch_docs, dtype=np.int64),
+                np.asarray(self.batch_tfs, dtype=np.int64)]).astype(np.int32))
+            self.batch_terms, self.batch_tfs, self.batch_docs = [], [], []
         if not self.buffer["url"]:
             return
         pages = self.file["pages"]
@@ -166,17 +181,20 @@ class RankStore:
     def close(self, complete: bool = True) -> None:
         """Flush, write the inverted index, mark the file complete and close it."""
         self.flush()
-        terms = sorted(self.postings)
-        sizes = np.fromiter((len(self.postings[t]) // 2 for t in terms), np.int64, len(terms))
+        terms = sorted(self.vocab)  # bytes order
+        rank_of = np.empty(len(terms), dtype=np.int64)  # term id -> position in ``terms``
+        rank_of[[self.vocab[t] for t in terms]] = np.arange(len(terms))
+        ids, docs, tfs = (np.concatenate(self.postings, axis=1) if self.postings
+                          else np.zeros((3, 0), dtype=np.int32))
+        keys = rank_of[ids]
+        order = np.argsort(keys, kind="stable")  # by term, then doc (docs were increasing)
         offsets = np.zeros(len(terms) + 1, dtype=np.int64)
-        np.cumsum(sizes, out=offsets[1:])
-        flat = np.fromiter((x for t in terms for x in self.postings[t]), np.int64,
-                           2 * int(offsets[-1]))
+        np.cumsum(np.bincount(keys, minlength=len(terms)), out=offsets[1:])
         index = self.file.create_group("index")
         index.create_dataset("terms", data=np.array([t.decode("utf-8", "replace")
                                                      for t in terms], dtype=object), dtype=STR)
         index.create_dataset("offsets", data=offsets)
-        index.create_dataset("docs", data=flat[0::2], chunks=True if len(flat) else None)
-        index.create_dataset("tf", data=flat[1::2].astype(np.int32))
+        index.create_dataset("docs", data=docs[order].astype(np.int64))
+        index.create_dataset("tf", data=tfs[order])
         self.file.attrs.update(finished=time.time(), complete=complete)
         self.file.close()

@@ -1,0 +1,76 @@
+"""The per-rank HDF5 store and the joined crawl.h5: what goes in comes out, in order."""
+
+import random
+
+import h5py
+import numpy as np
+
+from bspcrawl.index.output import join
+from bspcrawl.index.store import PAGE_FIELDS, STATS_DTYPE, RankStore
+from bspcrawl.robots.fetcher import FetchJob, FetchResult
+
+
+def fake_pages(n, rng):
+    words = [f"w{i}".encode() for i in range(40)] + ["é".encode()]
+    for i in range(n):
+        job = FetchJob(seq=i // 3, index=i % 3, url=f"http://h/{i}", host="h", depth=i % 4)
+        res = FetchResult(job, status=200 if i % 5 else 404, body=b"x" * i,
+                          content_type="text/html", started=1000.0 + i, elapsed=0.01)
+        terms = {}
+        for _ in range(rng.randrange(0, 30)):
+            w = rng.choice(words)
+            terms[w] = terms.get(w, 0) + 1
+        yield res, terms, [rng.randrange(-(2**63), 2**63) for _ in range(rng.randrange(4))]
+
+
+def test_pages_links_and_inverted_index_round_trip(tmp_path):
+    rng = random.Random(7)
+    store = RankStore(tmp_path, 0, 1, {"x": 1}, flush_pages=7)  # several flushes
+    expect_post: dict[bytes, list[tuple[int, int]]] = {}
+    expect_links = []
+    for res, terms, links in fake_pages(50, rng):
+        doc = store.commit(res, url_fp=doc_fp(res), redirect="", link_fps=links, terms=terms)
+        for t, tf in terms.items():
+            expect_post.setdefault(t, []).append((doc, tf))
+        expect_links.append(links)
+    row = np.zeros((), STATS_DTYPE)
+    store.add_stats(row)
+    store.close()
+    with h5py.File(tmp_path / "rank-0000.h5") as f:
+        assert f.attrs["complete"] and f.attrs["ranks"] == 1
+        assert set(f["pages"]) == set(PAGE_FIELDS)
+        assert f["pages/doc_id"][:].tolist() == list(range(50))
+        assert f["pages/url"].asstr()[:].tolist() == [f"http://h/{i}" for i in range(50)]
+        assert f["pages/length"][:].tolist() == list(range(50))
+        off, tgt = f["links/offsets"][:], f["links/targets"][:]
+        assert [tgt[off[i]:off[i + 1]].tolist() for i in range(50)] == expect_links
+        terms = [t.encode() for t in f["index/terms"].asstr()[:]]
+        assert terms == sorted(expect_post)
+        off, docs, tf = f["index/offsets"][:], f["index/docs"][:], f["index/tf"][:]
+        for i, t in enumerate(terms):
+            got = list(zip(docs[off[i]:off[i + 1]].tolist(), tf[off[i]:off[i + 1]].tolist(),
+                           strict=True))
+            assert got == expect_post[t]
+        assert f["stats"].shape == (1,)
+
+
+def doc_fp(res):
+    return hash(res.job.url) & 0xFFFF
+
+
+def test_joined_file_concatenates_ranks(tmp_path):
+    rng = random.Random(1)
+    for rank, n in enumerate([5, 0, 3]):
+        store = RankStore(tmp_path, rank, 3, {}, flush_pages=100)
+        for res, terms, links in fake_pages(n, rng):
+            store.commit(res, 0, "", links, terms)
+        store.add_stats(np.zeros((), STATS_DTYPE))
+        store.close()
+    join(tmp_path, 3, {"supersteps": 1, "urls_seen": 8, "wall_s": 0.5, "stopped": "done"})
+    with h5py.File(tmp_path / "crawl.h5") as f:
+        assert f["pages/url"].shape == (8,)
+        assert f["pages/rank"][:].tolist() == [0] * 5 + [2] * 3
+        assert f["pages/doc_id"][:].tolist() == [0, 1, 2, 3, 4, 0, 1, 2]
+        assert f["stats"].shape == (3,)
+        assert f["ranks/0002/pages/url"].shape == (3,)
+        assert f.attrs["stopped"] == "done"
