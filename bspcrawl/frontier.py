@@ -27,7 +27,7 @@ from bspcrawl.partition import Link
 from bspcrawl.robots.fetcher import FetchJob, FetchResult
 from bspcrawl.robots.robotstxt import RobotsRules
 from bspcrawl.settings import Settings
-from bspcrawl.urls import fingerprint, host_key
+from bspcrawl.urls import fingerprints, host_key
 
 
 @dataclass(slots=True)
@@ -69,24 +69,26 @@ class Frontier:
         return len(self.cbt) + self.pending
 
     def receive(self, links: list[Link]) -> int:
-        """Insert the unseen links into the CBT; returns how many were new."""
+        """Insert the unseen links into the CBT; returns how many were new.
+
+        Links must be canonical (every URL that travels comes from ``urls.resolve`` or
+        ``urls.parse``), so they are fingerprinted as they are.
+        """
         s = self.settings
         ids, prios = [], []
-        for link in links:
+        fps = fingerprints([x.url for x in links], assume_canonical=True).tolist()
+        for link, fp in zip(links, fps, strict=True):
             if s.crawl_max_depth and link.depth > s.crawl_max_depth:
                 self.counters["frontier/too_deep"] += 1
-                continue
-            if link.hops > s.fetch_max_redirects:
+            elif link.hops > s.fetch_max_redirects:
                 self.counters["frontier/too_many_hops"] += 1
-                continue
-            fp = fingerprint(link.url)
-            if fp in self.seen:
+            elif fp in self.seen:
                 self.counters["frontier/duplicates"] += 1
-                continue
-            self.seen.add(fp)
-            self.links[fp] = link
-            ids.append(fp)
-            prios.append(-float(link.depth))
+            else:
+                self.seen.add(fp)
+                self.links[fp] = link
+                ids.append(fp)
+                prios.append(-float(link.depth))
         if ids:
             self.cbt.insert_many(np.array(ids, dtype=np.int64), np.array(prios))
         return len(ids)

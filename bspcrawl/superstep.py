@@ -81,6 +81,15 @@ def is_html(result: FetchResult) -> bool:
     return b"<html" in result.body[:1024].lower()
 
 
+def charset(content_type: str) -> str | None:
+    """The ``charset`` parameter of a Content-Type header, if any."""
+    for param in content_type.split(";")[1:]:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset" and value.strip(' "'):
+            return value.strip(' "')
+    return None
+
+
 @dataclass
 class Outcome:
     """What a finished crawl reports (global totals)."""
@@ -196,13 +205,14 @@ class Crawl:
                 if redirect:
                     links.append(Link(redirect, job.depth, job.hops + 1))
             elif 200 <= result.status < 300 and is_html(result):
-                page = parse_html(result.body, job.url, self.cache)
+                page = parse_html(result.body, job.url, self.cache,
+                                  charset=charset(result.content_type))
                 found = page.links
                 if not page.noindex:
                     terms = term_counts(page.text)
                 links.extend(Link(u, job.depth + 1) for u in found)
-            self.store.commit(result, fingerprint(job.url), redirect,
-                              fingerprints(found).tolist() if found else [], terms)
+            self.store.commit(result, fingerprint(job.url, assume_canonical=True), redirect,
+                              fingerprints(found, assume_canonical=True).tolist(), terms)
 
     def _counters(self, urls_out: int, start: float) -> np.ndarray:
         unreleased = sum(len(s.jobs) for s in self.window.outstanding.values())
