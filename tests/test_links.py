@@ -215,3 +215,12 @@ def test_parse_html_with_shared_cache_equals_fresh_cache(pages: list) -> None:
     for url, hrefs in pages:
         html = "".join(f"<a href='{h.replace(chr(39), '')}'>x</a>" for h in hrefs).encode()
         assert parse_html(html, url, shared) == parse_html(html, url, LinkCache())
+
+
+@pytest.mark.parametrize("href", ["http:", "HTTP:", "http:?q=1", "ht\ttp:x.html", "https:",
+                                  "http:/root.html", "HTTP://example.org/abs.html"])
+def test_scheme_relative_hrefs_are_not_shared_between_pages_of_a_directory(href):
+    shared = LinkCache()
+    for url in ("http://example.org/a/", "http://example.org/a/b.html?x=1"):
+        html = f'<a href="{href}">x</a>'.encode()
+        assert parse_html(html, url, shared).links == parse_html(html, url, LinkCache()).links

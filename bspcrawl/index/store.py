@@ -100,6 +100,7 @@ class RankStore:
         _appendable(links, "targets", np.int64)
         _append(links["offsets"], [0])
         self.stats = _appendable(self.file, "stats", STATS_DTYPE)
+        self.stats_buffer: list[np.ndarray] = []
         self.flush_pages = flush_pages
         self.buffer: dict[str, list] = {name: [] for name in PAGE_FIELDS}
         self.link_buffer: list[int] = []
@@ -149,8 +150,8 @@ class RankStore:
         return doc
 
     def add_stats(self, row: np.ndarray) -> None:
-        """Append one ``STATS_DTYPE`` row (one superstep)."""
-        _append(self.stats, row.reshape(1))
+        """Append one ``STATS_DTYPE`` row (one superstep); written at the next flush."""
+        self.stats_buffer.append(row)
 
     def flush(self) -> None:
         """Write the buffered pages and links to the file; turn terms into term ids."""
@@ -164,6 +165,9 @@ class RankStore:
                 np.asarray(self.batch_docs, dtype=np.int64),
                 np.asarray(self.batch_tfs, dtype=np.int64)]).astype(np.int32))
             self.batch_terms, self.batch_tfs, self.batch_docs = [], [], []
+        if self.stats_buffer:
+            _append(self.stats, np.stack(self.stats_buffer))
+            self.stats_buffer.clear()
         if not self.buffer["url"]:
             return
         pages = self.file["pages"]

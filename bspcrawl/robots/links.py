@@ -44,6 +44,7 @@ DEFAULT_LINK_CACHE_ENTRIES = 1 << 17
 _ABSOLUTE = ("http://", "https://")
 _UNRESOLVABLE = ""  # cached result of an href that gives no http(s) URL
 _C0_OR_SPACE = "".join(map(chr, range(0x21)))  # what WHATWG strips from both ends
+_TAB_OR_NEWLINE = dict.fromkeys(map(ord, "\t\n\r"))  # what WHATWG removes everywhere
 _LINK_RELS = frozenset(("canonical", "alternate", "next"))
 _NOT_PAGES = frozenset(("stylesheet", "icon"))
 _TAGS = ("a", "area", "link", "frame", "iframe", "meta", "base", "title")
@@ -159,8 +160,9 @@ class LinkCache:
                 far = buckets.setdefault(origin, {})
             else:
                 stripped = href.strip(_C0_OR_SPACE)
-                if not stripped or stripped[0] == "?":
-                    # "" is the base itself (which has no fragment); "?q" needs all of it
+                if not stripped or stripped[0] == "?" or _same_scheme(stripped):
+                    # "" is the base itself (which has no fragment); "?q", "http:" and
+                    # "https:?q" (scheme-relative to a base of the same scheme) need all of it
                     near[href] = (resolve(href, base) or _UNRESOLVABLE) if stripped else base
                     page_only.append(href)
                     self.resolved += bool(stripped)
@@ -176,6 +178,13 @@ class LinkCache:
             near[href] = url
             self._size += 1
         return page_only
+
+
+def _same_scheme(href: str) -> bool:
+    """True for "http:..." / "https:..." without "//": WHATWG resolves those relative to
+    the whole base when the base has that scheme ("http:" is the base itself)."""
+    clean = href.translate(_TAB_OR_NEWLINE).lower()
+    return clean.startswith(("http:", "https:")) and not clean.startswith(_ABSOLUTE)
 
 
 _local = threading.local()
