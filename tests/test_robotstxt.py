@@ -11,7 +11,7 @@ import pytest
 from bspcrawl.robots import robotstxt
 from bspcrawl.robots.robotstxt import MAX_ROBOTS_BYTES, RobotsRules, product_token
 
-GOOGLE = Path("/work/shared/conformance/robots_google.json")
+GOOGLE = Path(__file__).parent / "conformance" / "robots_google.json"
 CASES = json.loads(GOOGLE.read_text(encoding="utf-8")) if GOOGLE.exists() else []
 
 # Known differences from google/robotstxt, each a documented expected failure. They

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from bspcrawl import urls
 from bspcrawl.urls import canonical, fingerprint, fingerprints, host_hash, host_key, parse, resolve
 
-WPT = Path("/work/shared/conformance/url_wpt.json")
+WPT = Path(__file__).parent / "conformance" / "url_wpt.json"
 CASES = json.loads(WPT.read_text(encoding="utf-8"))["cases"] if WPT.exists() else []
 
 
