@@ -113,9 +113,9 @@ def cmd_run(args: argparse.Namespace) -> None:
                        "seeds": "\n".join(seeds)}
             path = join(Path(s.out), comm.Get_size(), summary)
             if progress:
-                progress.update(outcome.supersteps, {"pages": outcome.pages, "frontier": 0,
-                                                     "unreleased": 0,
-                                                     "errors": outcome.errors}, final=True)
+                progress.update(outcome.supersteps, {
+                    "pages": outcome.pages, "frontier": outcome.frontier, "unreleased": 0,
+                    "errors": outcome.errors}, final=True)
             print(f"bspcrawl: {outcome.pages} pages ({outcome.pages_ok} ok) in "
                   f"{outcome.wall_s:.1f} s on {comm.Get_size()} ranks, "
                   f"{outcome.supersteps} supersteps, stopped: {outcome.stopped}; {path}",

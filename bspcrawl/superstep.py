@@ -115,6 +115,7 @@ class Outcome:
     errors: int
     bytes: int
     seen: int
+    frontier: int
     wall_s: float
     stopped: str
 
@@ -176,7 +177,7 @@ class Crawl:
             self.fetcher.close()
         self.store.close(complete=True)
         return Outcome(superstep, g["pages"], g["pages_ok"], g["errors"], g["bytes"],
-                       g["seen"], time.monotonic() - start, stopped)
+                       g["seen"], g["frontier"], time.monotonic() - start, stopped)
 
     def step(self, draining: bool) -> list[Link]:
         """run: commit what the window releases, then open this superstep's schedule."""

@@ -73,3 +73,45 @@ def test_index_is_identical_across_runs_with_random_latencies(tmp_path):
     order0 = [line.split("\t")[:2] for line in log0.read_text().splitlines()]
     order1 = [line.split("\t")[:2] for line in log1.read_text().splitlines()]
     assert order0 != order1
+
+
+def _summary(out):
+    return json.loads(subprocess.run([PY, "-m", "bspcrawl", "inspect", str(out), "--json"],
+                                     capture_output=True, text=True, check=True).stdout)
+
+
+def test_limits_end_the_crawl_early(tmp_path):
+    with serve(pages=600, hosts=20) as web:
+        assert crawl(2, web.seeds(), tmp_path / "pages", "--max-pages", "100").returncode == 0
+        assert crawl(1, web.seeds(), tmp_path / "depth", "--max-depth", "1").returncode == 0
+    info = _summary(tmp_path / "pages")
+    # Scheduling stops once committed + in flight reach the limit: at most one window more.
+    assert info["stopped"] == "max_pages"
+    assert 100 <= info["pages_fetched"] <= 100 + 2 * 8 * 256
+    assert info["pages_fetched"] < len(web.truth(web.seeds()))
+    with h5py.File(tmp_path / "depth" / "crawl.h5") as f:
+        depths = f["pages/depth"][:]
+    assert depths.max() == 1 and (depths == 0).sum() == len(web.seeds())
+
+
+def test_max_seconds_and_sigterm_stop_at_a_superstep_boundary(tmp_path):
+    import signal
+    import time
+
+    with serve(pages=600, hosts=20, latency="0.05,0.1") as web:
+        t0 = time.monotonic()
+        res = crawl(2, web.seeds(), tmp_path / "timed", "--max-seconds", "2")
+        assert res.returncode == 0, res.stderr
+        assert time.monotonic() - t0 < 20
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("\n".join(web.seeds()))
+        proc = subprocess.Popen([PY, "-m", "bspcrawl", "run", "--seeds", str(seeds), "--out",
+                                 str(tmp_path / "signalled"), "--min-host-delay", "0",
+                                 "--progress", "none"], stderr=subprocess.PIPE, text=True)
+        time.sleep(3)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0, proc.stderr.read()
+    timed, signalled = _summary(tmp_path / "timed"), _summary(tmp_path / "signalled")
+    assert timed["stopped"] == "max_seconds" and signalled["stopped"] == "signal"
+    for info in (timed, signalled):
+        assert 0 < info["pages_fetched"] < len(web.truth(web.seeds()))
