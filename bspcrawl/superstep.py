@@ -203,6 +203,8 @@ class Crawl:
                 result = self.fetcher.get()
             if self.window.acknowledged(seq):
                 break
+            if not self.fetcher.alive():
+                raise RuntimeError("the robots thread died; see its traceback above")
             result = self.fetcher.get(timeout=0.05)
             if result is not None:
                 self.window.deliver(result.job.seq, result.job.index, result)

@@ -161,6 +161,11 @@ class Fetcher:
         self._inbox: queue.SimpleQueue[FetchJob] = queue.SimpleQueue()
         self._results: queue.SimpleQueue[FetchResult] = queue.SimpleQueue()
         self._stop = threading.Event()
+        # State of the robots thread alone:
+        self._queues: dict[str, deque[FetchJob]] = {}  # per host, jobs in schedule order
+        self._ready: list[tuple[float, int, str]] = []  # (not before, tie, host) may start
+        self._free_at: dict[str, float] = {}  # host -> monotonic time its next may start
+        self._tie = itertools.count()
         self._thread = threading.Thread(target=self._run, name="robots", daemon=True)
         self._thread.start()
 
@@ -183,14 +188,28 @@ class Fetcher:
         self._stop.set()
         self._thread.join(timeout=10)
 
+    def alive(self) -> bool:
+        """False once the robots thread has ended (closed, or died of a bug)."""
+        return self._thread.is_alive()
+
+    def _finish(self, res: FetchResult) -> None:
+        """Hand a result over and let the host's next job start after its delay."""
+        host = res.job.host
+        self._free_at[host] = time.monotonic() + res.job.delay
+        q = self._queues[host]
+        q.popleft()
+        if q:
+            heapq.heappush(self._ready, (self._free_at[host], next(self._tie), host))
+        else:
+            del self._queues[host]
+        self._results.put(res)
+
     def _run(self) -> None:
         multi = pycurl.CurlMulti()
         idle = [_Transfer(self.settings) for _ in range(self.settings.fetch_robots)]
         active: dict[pycurl.Curl, _Transfer] = {}
-        queues: dict[str, deque[FetchJob]] = {}  # per host, jobs in schedule order
-        ready: list[tuple[float, int, str]] = []  # (not before, tie, host): host may start
-        free_at: dict[str, float] = {}  # host -> monotonic time its next request may start
-        tie = itertools.count()
+        queues = self._queues
+        ready = self._ready
         while not self._stop.is_set():
             block = not active and not ready
             while True:
@@ -202,11 +221,19 @@ class Fetcher:
                 q = queues.setdefault(job.host, deque())
                 q.append(job)
                 if len(q) == 1:  # the host is neither fetching nor waiting to
-                    heapq.heappush(ready, (free_at.get(job.host, 0.0), next(tie), job.host))
+                    heapq.heappush(ready, (self._free_at.get(job.host, 0.0), next(self._tie),
+                                           job.host))
             now = time.monotonic()
             while ready and idle and ready[0][0] <= now:
-                tr = idle.pop()
-                tr.start(queues[heapq.heappop(ready)[2]][0])
+                host = heapq.heappop(ready)[2]
+                job = queues[host][0]
+                tr = idle[-1]
+                try:
+                    tr.start(job)
+                except pycurl.error:  # libcurl refused the URL: the bad web is data
+                    self._finish(FetchResult(job, error="invalid_url", started=time.time()))
+                    continue
+                idle.pop()
                 multi.add_handle(tr.curl)
                 active[tr.curl] = tr
             if not active:
@@ -220,16 +247,7 @@ class Fetcher:
                 for curl, errno in [(c, 0) for c in ok] + [(c, e) for c, e, _ in failed]:
                     multi.remove_handle(curl)
                     tr = active.pop(curl)
-                    res = tr.finish(errno)
-                    host = res.job.host
-                    free_at[host] = time.monotonic() + res.job.delay
-                    q = queues[host]
-                    q.popleft()
-                    if q:
-                        heapq.heappush(ready, (free_at[host], next(tie), host))
-                    else:
-                        del queues[host]
-                    self._results.put(res)
+                    self._finish(tr.finish(errno))
                     idle.append(tr)
                 if not pending:
                     break

@@ -1,0 +1,93 @@
+"""The robots: libcurl transfers, per-host order and delay, error kinds, caps, protocols."""
+
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from bspcrawl.robots.fetcher import Fetcher, FetchJob
+from bspcrawl.settings import Settings
+
+
+class Handler(BaseHTTPRequestHandler):
+    log: list[tuple[str, float, float]] = []
+
+    def do_GET(self):  # noqa: N802 (http.server's name)
+        start = time.monotonic()
+        if self.path.startswith("/slow"):
+            time.sleep(0.05)
+        body = b"x" * (3_000_000 if self.path == "/big" else 100)
+        if self.path == "/redirect":
+            self.send_response(301)
+            self.send_header("Location", "/target")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+        else:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        Handler.log.append((self.path, start, time.monotonic()))
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture(scope="module")
+def server():
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+def fetch_all(jobs, **settings):
+    f = Fetcher(Settings(**settings).validate())
+    try:
+        f.submit(jobs)
+        results = []
+        deadline = time.monotonic() + 30
+        while len(results) < len(jobs) and time.monotonic() < deadline:
+            r = f.get(timeout=0.1)
+            if r is not None:
+                results.append(r)
+        return results
+    finally:
+        f.close()
+
+
+def test_one_request_per_host_at_a_time_in_order_with_the_delay(server):
+    Handler.log.clear()
+    jobs = [FetchJob(0, i, f"{server}/slow{i}", "h", delay=0.1) for i in range(4)]
+    results = fetch_all(jobs, fetch_robots=4)
+    assert [r.job.index for r in results] == [0, 1, 2, 3]
+    assert all(r.status == 200 and len(r.body) == 100 for r in results)
+    spans = [(s, e) for p, s, e in Handler.log]
+    for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
+        assert start - end >= 0.09  # the delay, measured at the server
+
+
+def test_different_hosts_run_concurrently(server):
+    Handler.log.clear()
+    jobs = [FetchJob(0, i, f"{server}/slow{i}", f"h{i}") for i in range(4)]
+    t0 = time.monotonic()
+    fetch_all(jobs, fetch_robots=4)
+    assert time.monotonic() - t0 < 4 * 0.05 + 0.5
+    starts = sorted(s for _, s, _ in Handler.log)
+    assert starts[-1] - starts[0] < 0.05  # all four started before the first ended
+
+
+def test_error_kinds_caps_and_redirects_are_data(server):
+    jobs = [FetchJob(0, 0, f"{server}/big", "a"),
+            FetchJob(0, 1, "http://127.0.0.1:9/", "b"),  # discard port: refused
+            FetchJob(0, 2, "file:///etc/passwd", "c"),
+            FetchJob(0, 3, f"{server}/redirect", "d"),
+            FetchJob(0, 4, "http://exa mple.org/", "e")]
+    got = {r.job.index: r for r in fetch_all(jobs, fetch_max_bytes=1_000_000)}
+    assert got[0].error == "too_large" and got[0].status == 0 and got[0].body == b""
+    assert got[1].error == "connect"
+    assert got[2].error in ("protocol", "invalid_url") and got[2].body == b""
+    assert got[3].status == 301 and got[3].location == "/target"  # not followed
+    assert got[4].error
