@@ -40,7 +40,6 @@ from __future__ import annotations
 
 import json
 import time
-from itertools import repeat
 from pathlib import Path
 
 import h5py
@@ -109,7 +108,8 @@ class RankStore:
         self.vocab: dict[bytes, int] = {}  # term -> term id, in order of first use
         self.batch_terms: list[bytes] = []  # terms of the buffered pages, page by page
         self.batch_tfs: list[int] = []
-        self.batch_docs: list[int] = []  # doc id of each buffered (term, tf)
+        self.batch_docs: list[int] = []  # doc ids of the buffered pages
+        self.batch_lens: list[int] = []  # and their number of distinct terms
         self.postings: list[np.ndarray] = []  # flushed (term id, doc, tf) int arrays
         self.docs = 0
         self.pages_ok = 0
@@ -139,7 +139,8 @@ class RankStore:
         self.link_counts.append(len(link_fps))
         self.batch_terms.extend(terms)
         self.batch_tfs.extend(terms.values())
-        self.batch_docs.extend(repeat(doc, len(terms)))
+        self.batch_docs.append(doc)
+        self.batch_lens.append(len(terms))
         self.bytes += len(result.body)
         if result.error:
             self.errors += 1
@@ -160,11 +161,13 @@ class RankStore:
             for term in set(self.batch_terms).difference(vocab):
                 vocab[term] = len(vocab)
             n = len(self.batch_terms)
-            self.postings.append(np.stack([
-                np.fromiter(map(vocab.__getitem__, self.batch_terms), np.int64, n),
-                np.asarray(self.batch_docs, dtype=np.int64),
-                np.asarray(self.batch_tfs, dtype=np.int64)]).astype(np.int32))
-            self.batch_terms, self.batch_tfs, self.batch_docs = [], [], []
+            batch = np.empty((3, n), dtype=np.int32)
+            batch[0] = np.fromiter(map(vocab.__getitem__, self.batch_terms), np.int32, n)
+            batch[1] = np.repeat(np.asarray(self.batch_docs, dtype=np.int32), self.batch_lens)
+            batch[2] = np.fromiter(self.batch_tfs, np.int32, n)
+            self.postings.append(batch)
+            self.batch_terms, self.batch_tfs = [], []
+        self.batch_docs, self.batch_lens = [], []
         if self.stats_buffer:
             _append(self.stats, np.stack(self.stats_buffer))
             self.stats_buffer.clear()

@@ -13,12 +13,16 @@ Tokens longer than ``MAX_TERM_BYTES`` are dropped (base64 blobs, long hashes).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 __all__ = ["MAX_TERM_BYTES", "term_counts"]
 
 MAX_TERM_BYTES = 64
 """Longest term kept, in bytes."""
+
+
+_LONG = re.compile(rb"[^ ]{%d}" % (MAX_TERM_BYTES + 1))
 
 
 def _word_byte(b: int) -> bool:
@@ -32,7 +36,9 @@ _TABLE = bytes(
 
 def term_counts(text: bytes) -> Counter[bytes]:
     """Count the terms of UTF-8 *text*: ``{term: occurrences}`` (a Counter)."""
-    counts = Counter(text.translate(_TABLE).split())
-    for term in [t for t in counts if len(t) > MAX_TERM_BYTES]:
-        del counts[term]
+    words = text.translate(_TABLE)
+    counts = Counter(words.split())
+    if _LONG.search(words):  # rare: only then look for the terms to drop
+        for term in [t for t in counts if len(t) > MAX_TERM_BYTES]:
+            del counts[term]
     return counts
