@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from bspcrawl import __version__
+from bspcrawl.robots.addresses import parse_networks
 
 
 class SettingsError(ValueError):
@@ -40,6 +41,10 @@ class Settings:
     fetch_low_speed: int = _opt(100, "abort a transfer slower than this for fetch_timeout/3", "B/s")
     fetch_max_bytes: int = _opt(2 * 1024 * 1024, "largest body kept; larger is an error", "bytes")
     fetch_max_redirects: int = _opt(5, "redirect hops followed from one link")
+    fetch_allow_net: list[str] = field(default_factory=list, metadata={
+        "doc": "also connect to this non-public IP network (CIDR; repeatable). By default "
+               "loopback, private, link-local, multicast and reserved addresses are refused",
+        "unit": ""})
     fetch_user_agent: str = _opt(
         f"bspcrawl/{__version__} (+https://github.com/bspcrawl/bspcrawl)",
         "User-Agent header; its product token is matched against robots.txt groups",
@@ -75,6 +80,10 @@ class Settings:
                 raise SettingsError(f"{_flag(name)} must be >= 0, got {getattr(self, name)}")
         if not self.fetch_user_agent.strip() or "\n" in self.fetch_user_agent:
             raise SettingsError("--user-agent must be one non-empty line")
+        try:
+            parse_networks(self.fetch_allow_net)
+        except ValueError as e:
+            raise SettingsError(str(e)) from None
         return self
 
     @property
@@ -87,7 +96,8 @@ class Settings:
         return dataclasses.asdict(self)
 
 
-_SHORT = {"fetch_robots": "robots", "politeness_min_host_delay": "min-host-delay",
+_SHORT = {"fetch_robots": "robots", "fetch_allow_net": "allow-net",
+          "politeness_min_host_delay": "min-host-delay",
           "fetch_user_agent": "user-agent", "crawl_max_pages": "max-pages",
           "crawl_max_seconds": "max-seconds", "crawl_max_depth": "max-depth"}
 
@@ -102,8 +112,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", metavar="TOML", help="read settings from a TOML file")
     for f in fields(Settings):
         unit = f" [{f.metadata['unit']}]" if f.metadata["unit"] else ""
-        help_ = f"{f.metadata['doc']}{unit} (default: {f.default!r})"
-        if f.type in ("bool", bool):
+        default = [] if f.type == "list[str]" else f.default  # a list field has a factory
+        help_ = f"{f.metadata['doc']}{unit} (default: {default!r})"
+        if f.type == "list[str]":
+            parser.add_argument(_flag(f.name), dest=f.name, action="append", default=None,
+                                metavar="CIDR", help=help_)
+        elif f.type in ("bool", bool):
             parser.add_argument(_flag(f.name), dest=f.name, action="store_true", default=None,
                                 help=help_)
         else:
@@ -136,7 +150,10 @@ def load_toml(path: Path) -> dict[str, Any]:
     for key, value in data.items():
         if key not in types:
             raise SettingsError(f"config {path}: unknown setting {key!r}")
-        want = {"int": int, "float": (int, float), "bool": bool, "str": str}[str(types[key])]
+        want = {"int": int, "float": (int, float), "bool": bool, "str": str,
+                "list[str]": list}[str(types[key])]
+        if types[key] == "list[str]" and isinstance(value, list):
+            value = value if all(isinstance(v, str) for v in value) else None
         if not isinstance(value, want) or (isinstance(value, bool) and types[key] != "bool"):
             raise SettingsError(f"config {path}: {key} has the wrong type ({value!r})")
     return data

@@ -107,7 +107,8 @@ def test_max_seconds_and_sigterm_stop_at_a_superstep_boundary(tmp_path):
         seeds.write_text("\n".join(web.seeds()))
         proc = subprocess.Popen([PY, "-m", "bspcrawl", "run", "--seeds", str(seeds), "--out",
                                  str(tmp_path / "signalled"), "--min-host-delay", "0",
-                                 "--progress", "none"], stderr=subprocess.PIPE, text=True)
+                                 "--allow-net", "127.0.0.0/8", "--progress", "none"],
+                                stderr=subprocess.PIPE, text=True)
         time.sleep(3)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0, proc.stderr.read()
@@ -115,3 +116,16 @@ def test_max_seconds_and_sigterm_stop_at_a_superstep_boundary(tmp_path):
     assert timed["stopped"] == "max_seconds" and signalled["stopped"] == "signal"
     for info in (timed, signalled):
         assert 0 < info["pages_fetched"] < len(web.truth(web.seeds()))
+
+
+def test_without_allow_net_a_local_web_is_never_contacted(tmp_path):
+    log = tmp_path / "requests.tsv"
+    seeds = tmp_path / "seeds.txt"
+    with serve(pages=120, hosts=4, log=log) as web:
+        seeds.write_text("\n".join(web.seeds()))
+        res = subprocess.run([PY, "-m", "bspcrawl", "run", "--seeds", str(seeds), "--out",
+                              str(tmp_path / "out"), "--min-host-delay", "0", "--progress",
+                              "none"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    assert _summary(tmp_path / "out")["pages_fetched"] == 0
+    assert not log.exists() or log.read_text() == ""

@@ -44,6 +44,7 @@ def server():
 
 
 def fetch_all(jobs, **settings):
+    settings.setdefault("fetch_allow_net", ["127.0.0.0/8"])
     f = Fetcher(Settings(**settings).validate())
     try:
         f.submit(jobs)
@@ -91,3 +92,15 @@ def test_error_kinds_caps_and_redirects_are_data(server):
     assert got[2].error in ("protocol", "invalid_url") and got[2].body == b""
     assert got[3].status == 301 and got[3].location == "/target"  # not followed
     assert got[4].error
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:{port}/", "http://localhost:{port}/",
+                                 "http://[::ffff:127.0.0.1]:{port}/"])
+def test_loopback_is_refused_unless_allowed_even_through_a_name(server, url):
+    url = url.format(port=server.rsplit(":", 1)[1])
+    Handler.log.clear()
+    (refused,) = fetch_all([FetchJob(0, 0, url, "h")], fetch_allow_net=[])
+    assert refused.error == "blocked_address" and refused.status == 0
+    assert Handler.log == []  # the server never saw a connection's request
+    (other,) = fetch_all([FetchJob(0, 0, url, "h")], fetch_allow_net=["10.0.0.0/8"])
+    assert other.error == "blocked_address"

@@ -46,3 +46,17 @@ def test_bad_toml_is_rejected(tmp_path, text, match):
 def test_missing_config_file():
     with pytest.raises(SettingsError, match="cannot read config"):
         parse(["--config", "/nonexistent/c.toml"])
+
+
+def test_allow_net_is_repeatable_and_checked(tmp_path):
+    assert parse(["--allow-net", "127.0.0.0/8", "--allow-net", "::1/128"]).fetch_allow_net == [
+        "127.0.0.0/8", "::1/128"]
+    assert Settings().fetch_allow_net == []
+    cfg = tmp_path / "c.toml"
+    cfg.write_text('fetch_allow_net = ["10.0.0.0/8"]\n')
+    assert parse(["--config", str(cfg)]).fetch_allow_net == ["10.0.0.0/8"]
+    cfg.write_text('fetch_allow_net = "10.0.0.0/8"\n')
+    with pytest.raises(SettingsError, match="wrong type"):
+        parse(["--config", str(cfg)])
+    with pytest.raises(SettingsError, match="not an IP network"):
+        parse(["--allow-net", "10.0.0.0/33"])

@@ -10,6 +10,9 @@ order), at most one of them is in transfer, and the next starts no earlier than
 ``job.delay`` seconds after the previous one ended. A host therefore never has two
 requests in flight from this rank, and hosts are rank-local (partition.py).
 
+Connections go only to addresses the :class:`~bspcrawl.robots.addresses.AddressPolicy`
+permits, checked on the resolved address libcurl is about to connect to.
+
 The thread shares only two queues with the scheduler: :meth:`Fetcher.submit` puts jobs in,
 :meth:`Fetcher.get` takes :class:`FetchResult` objects out in the order they finish.
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import queue
+import socket
 import threading
 import time
 from collections import deque
@@ -26,6 +30,7 @@ from dataclasses import dataclass, field
 
 import pycurl
 
+from bspcrawl.robots.addresses import AddressPolicy
 from bspcrawl.settings import Settings
 
 ROBOTS_TXT_MAX = 500 * 1024  # RFC 9309 2.5: parse at least 500 KiB; we read no more
@@ -81,8 +86,10 @@ class FetchResult:
 class _Transfer:
     """A reusable curl handle and the buffers of its current job."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, policy: AddressPolicy) -> None:
         self.curl = c = pycurl.Curl()
+        self.policy = policy
+        self.blocked = ""  # an address the policy refused during the current job
         self.limit = settings.fetch_max_bytes
         self.parts: list[bytes] = []
         self.size = 0
@@ -105,9 +112,19 @@ class _Transfer:
         c.setopt(pycurl.DNS_CACHE_TIMEOUT, 600)
         c.setopt(pycurl.WRITEFUNCTION, self._write)
         c.setopt(pycurl.HEADERFUNCTION, self._header)
+        c.setopt(pycurl.OPENSOCKETFUNCTION, self._open_socket)
+
+    def _open_socket(self, purpose: int, address: tuple) -> socket.socket | int:
+        """Connect only to addresses the policy permits (checked after DNS)."""
+        family, socktype, protocol, addr = address
+        if family not in (socket.AF_INET, socket.AF_INET6) or not self.policy.permits(addr[0]):
+            self.blocked = str(addr[0]) if family in (socket.AF_INET, socket.AF_INET6) else "?"
+            return pycurl.SOCKET_BAD
+        return socket.socket(family, socktype, protocol)
 
     def start(self, job: FetchJob) -> None:
         self.job, self.parts, self.size, self.headers = job, [], 0, {}
+        self.blocked = ""
         self.limit_now = ROBOTS_TXT_MAX if job.robots else self.limit
         c = self.curl
         c.setopt(pycurl.URL, job.url)
@@ -139,7 +156,7 @@ class _Transfer:
         res.status = int(c.getinfo(pycurl.RESPONSE_CODE) or 0)
         truncated_robots = errno == pycurl.E_WRITE_ERROR and self.job.robots
         if errno and not truncated_robots:
-            res.error = _ERRORS.get(errno, f"curl_{errno}")
+            res.error = "blocked_address" if self.blocked else _ERRORS.get(errno, f"curl_{errno}")
             res.status = 0
         else:
             res.body = b"".join(self.parts)
@@ -206,7 +223,8 @@ class Fetcher:
 
     def _run(self) -> None:
         multi = pycurl.CurlMulti()
-        idle = [_Transfer(self.settings) for _ in range(self.settings.fetch_robots)]
+        policy = AddressPolicy(self.settings.fetch_allow_net)
+        idle = [_Transfer(self.settings, policy) for _ in range(self.settings.fetch_robots)]
         active: dict[pycurl.Curl, _Transfer] = {}
         queues = self._queues
         ready = self._ready
