@@ -173,7 +173,8 @@ def cmd_demo(args: argparse.Namespace) -> None:
         progress = "bar" if sys.stderr.isatty() else "log"
         cmd = [_mpiexec(), "-n", str(args.ranks), sys.executable, "-m", "mpi4py", "-m",
                "bspcrawl", "run", "--seeds", str(seeds), "--out", str(out), "--overwrite",
-               "--min-host-delay", "0", "--allow-net", "127.0.0.0/8", "--progress", progress]
+               "--min-host-delay", "0", "--response-factor", "0", "--allow-net", "127.0.0.0/8",
+               "--progress", progress]
         code = subprocess.call(cmd, env={**os.environ, "MPIEXEC_TIMEOUT": "3600"})
     if code:
         raise UsageError(f"the crawl failed (mpiexec exit code {code})")

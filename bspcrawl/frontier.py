@@ -2,21 +2,30 @@
 
 Marin et al. (2008), section 2: each superstep the scheduler extracts the top R URLs from
 its priority queue; URLs that cannot be scheduled now wait in a pending queue Q. Here Q is
-one FIFO per host, and a schedule takes at most one URL per host:
+one FIFO per host, and a schedule takes at most one job per host:
 
-- the first URL of a new host queues a robots.txt job; the host's URLs wait in Q until
-  that job is committed;
-- hosts with URLs in Q are served round-robin, one URL each, before the CBT's top R;
-- a schedule holds at most R jobs.
+- a host's first job is its robots.txt; its URLs wait in Q until that job is committed
+  (RFC 9309: 2xx parsed, 4xx allow all, 5xx or no answer: retried with backoff up to
+  ``robots_retries`` times while the URLs wait, then disallow all); rules are refetched
+  after ``robots_ttl``;
+- hosts that can take a job are served round-robin, one URL each, before the CBT's top R;
+  a schedule holds at most R jobs;
+- an *unpaced* host (no delay rule, see robots/politeness.py) may have one job in each
+  outstanding schedule: the fetcher runs them one at a time, in order. A *paced* host has
+  one job at a time and rests after it (delay, k x response time, Retry-After) before the
+  next is scheduled, so the window never waits for politeness;
+- a URL answered 429 or 503 goes back to the front of its host's Q, up to
+  ``politeness_retries`` times, and is committed only with its final answer.
 
-The fetcher runs each host's jobs one at a time, in order, with the host's delay between
-them (robots/fetcher.py). Every decision here depends only on the order of operations,
-never on the clock, so crawls with the same seeds, settings and P schedule the same URLs
-in the same order. Priorities: shallower first (``-depth``), ties broken by the CBT (id).
+For unpaced hosts that answer, every decision depends only on the order of operations,
+never on the clock, so crawls with the same seeds, settings and P schedule the same URLs in
+the same order. Priorities: shallower first (``-depth``), ties broken by the CBT (id).
 """
 
 from __future__ import annotations
 
+import heapq
+import time
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -25,6 +34,7 @@ import numpy as np
 from bspcrawl.cbt import CBT
 from bspcrawl.partition import Link
 from bspcrawl.robots.fetcher import FetchJob, FetchResult
+from bspcrawl.robots.politeness import RETRY_STATUSES, backoff, rest
 from bspcrawl.robots.robotstxt import RobotsRules
 from bspcrawl.settings import Settings
 from bspcrawl.urls import fingerprints, host_key
@@ -35,22 +45,27 @@ class Host:
     """Per-host scheduling state (all hosts a rank owns)."""
 
     rules: RobotsRules | None = None
-    delay: float = 0.0
+    rules_until: float = 0.0  # monotonic time the rules expire
+    robots_failures: int = 0
+    delay: float = 0.0  # max(min host delay, Crawl-delay)
+    ready_at: float = 0.0  # monotonic time before which it gets no job (rest, backoff)
+    outstanding: int = 0  # jobs scheduled and not yet committed
+    robots_in_flight: bool = False
     pending: deque[int] = field(default_factory=deque)
-    queued: bool = False  # in Frontier.active
+    queued: bool = False  # in Frontier.active or Frontier.resting
 
 
 def robots_url(url: str) -> str:
     """The robots.txt URL of ``url``'s origin."""
-    scheme, _, rest = url.partition("://")
-    return f"{scheme}://{rest.split('/', 1)[0]}/robots.txt"
+    scheme, _, rest_ = url.partition("://")
+    return f"{scheme}://{rest_.split('/', 1)[0]}/robots.txt"
 
 
 class Frontier:
     """URLs a rank owns and has not scheduled yet, and the hosts they belong to.
 
     API: :meth:`receive` links, :meth:`next_jobs` for a schedule, :meth:`done` for each
-    committed result; ``len()`` counts URLs waiting (CBT plus Q).
+    result to commit; ``len()`` counts URLs waiting (CBT plus Q).
     """
 
     def __init__(self, settings: Settings) -> None:
@@ -58,12 +73,14 @@ class Frontier:
         self.cbt = CBT(bucket_size=settings.queue_bucket)
         self.seen: set[int] = set()
         self.links: dict[int, Link] = {}  # fingerprint -> link, for URLs not yet scheduled
+        self.retries: dict[int, int] = {}  # fingerprint -> 429/503 answers so far
         self.hosts: dict[str, Host] = {}
-        self.active: deque[str] = deque()  # hosts with known rules and URLs in Q, round-robin
+        self.active: deque[str] = deque()  # hosts that may get a job now, round-robin
+        self.resting: list[tuple[float, str]] = []  # (ready_at, host): heap of resting hosts
         self.pending = 0
         self.counters: dict[str, int] = dict.fromkeys(
             ("frontier/duplicates", "frontier/robots_denied", "frontier/too_deep",
-             "frontier/too_many_hops", "robots/fetched", "robots/errors"), 0)
+             "frontier/too_many_hops", "robots/fetched", "robots/errors", "fetch/retried"), 0)
 
     def __len__(self) -> int:
         return len(self.cbt) + self.pending
@@ -93,8 +110,11 @@ class Frontier:
             self.cbt.insert_many(np.array(ids, dtype=np.int64), np.array(prios))
         return len(ids)
 
-    def next_jobs(self, seq: int) -> list[FetchJob]:
-        """The jobs of schedule ``seq``: one URL per host from Q, then from the CBT's top."""
+    def next_jobs(self, seq: int, now: float | None = None) -> list[FetchJob]:
+        """The jobs of schedule ``seq``: one per host that can take one, Q before the CBT."""
+        now = time.monotonic() if now is None else now
+        while self.resting and self.resting[0][0] <= now:
+            self.active.append(heapq.heappop(self.resting)[1])
         limit = self.settings.queue_batch
         jobs: list[FetchJob] = []
         served: set[str] = set()
@@ -102,66 +122,122 @@ class Frontier:
             if len(jobs) >= limit:
                 break
             key = self.active.popleft()
-            self.hosts[key].queued = False
-            self._serve(key, seq, jobs)
-            served.add(key)
+            host = self.hosts[key]
+            host.queued = False
+            if self._can_serve(host, now):
+                self._serve(key, seq, jobs, now)
+                served.add(key)
+            else:
+                self._enqueue(key, now)
         room = limit - len(jobs)
         if room > 0 and len(self.cbt) and self.pending < self.settings.queue_pending_max:
             ids, _ = self.cbt.extract_many(room)
             for fp in ids.tolist():
-                url = self.links[fp].url
-                key = host_key(url)
+                key = host_key(self.links[fp].url)
                 host = self.hosts.get(key)
                 if host is None:
                     host = self.hosts[key] = Host(delay=self.settings.politeness_min_host_delay)
-                    jobs.append(FetchJob(seq, len(jobs), robots_url(url), key, host.delay, True))
                 host.pending.append(fp)
                 self.pending += 1
-                if host.rules is not None and key not in served:
-                    self._serve(key, seq, jobs)
+                if key not in served and self._can_serve(host, now):
+                    self._serve(key, seq, jobs, now)
                     served.add(key)
                 else:
-                    self._enqueue(key)
+                    self._enqueue(key, now)
         return jobs
 
-    def _serve(self, key: str, seq: int, jobs: list[FetchJob]) -> None:
-        """Schedule the host's first allowed URL in Q (dropping disallowed ones)."""
+    def _paced(self, host: Host) -> bool:
+        return self.settings.paced or host.delay > 0
+
+    def _can_serve(self, host: Host, now: float) -> bool:
+        """May the host get a job now (ignoring whether it got one in this schedule)?"""
+        if not host.pending or host.robots_in_flight or host.ready_at > now:
+            return False
+        return host.outstanding == 0 or not self._paced(host) and host.rules is not None
+
+    def _serve(self, key: str, seq: int, jobs: list[FetchJob], now: float) -> None:
+        """Give the host one job: its robots.txt if unknown or expired, else its first
+        allowed URL in Q (dropping disallowed ones)."""
         host = self.hosts[key]
-        assert host.rules is not None
+        if host.rules is None or (host.rules_until and now >= host.rules_until):
+            host.rules, host.robots_in_flight = None, True
+            host.outstanding += 1
+            url = self.links[host.pending[0]].url
+            jobs.append(FetchJob(seq, len(jobs), robots_url(url), key, host.delay, True))
+            return
         while host.pending:
             fp = host.pending.popleft()
             self.pending -= 1
             link = self.links.pop(fp)
             if host.rules.allowed(link.url):
+                host.outstanding += 1
                 jobs.append(FetchJob(seq, len(jobs), link.url, key, host.delay, False,
                                      link.depth, link.hops))
                 break
             self.counters["frontier/robots_denied"] += 1
-        self._enqueue(key)
+        self._enqueue(key, now)
 
-    def _enqueue(self, key: str) -> None:
-        """Put a host with known rules and URLs in Q on the round-robin, once."""
+    def _enqueue(self, key: str, now: float) -> None:
+        """Put a host that may get a job on the round-robin, or on the resting heap."""
         host = self.hosts[key]
-        if host.pending and host.rules is not None and not host.queued:
-            host.queued = True
+        if host.queued or not host.pending or host.robots_in_flight:
+            return
+        if self._paced(host) and host.outstanding:
+            return  # re-enqueued when its job is committed
+        host.queued = True
+        if host.ready_at > now:
+            heapq.heappush(self.resting, (host.ready_at, key))
+        else:
             self.active.append(key)
 
-    def done(self, result: FetchResult) -> None:
-        """A committed robots.txt result sets its host's rules and delay."""
-        if not result.job.robots:
-            return
-        host = self.hosts[result.job.host]
-        host.rules = self._rules(result)
-        crawl_delay = min(host.rules.crawl_delay or 0.0, self.settings.politeness_max_crawl_delay)
-        host.delay = max(self.settings.politeness_min_host_delay, crawl_delay)
-        self._enqueue(result.job.host)
+    def done(self, result: FetchResult) -> bool:
+        """Account for a finished job; False when its URL will be fetched again instead
+        of committed (a 429/503 with retries left)."""
+        s, job = self.settings, result.job
+        host = self.hosts[job.host]
+        host.outstanding -= 1
+        now = time.monotonic()
+        commit = True
+        if job.robots:
+            host.robots_in_flight = False
+            self._robots(host, result, now)
+        elif result.status in RETRY_STATUSES:
+            fp = fingerprints([job.url], assume_canonical=True).item()
+            tries = self.retries.get(fp, 0) + 1
+            if tries <= s.politeness_retries:
+                self.retries[fp] = tries
+                self.links[fp] = Link(job.url, job.depth, job.hops)
+                host.pending.appendleft(fp)
+                self.pending += 1
+                host.ready_at = now + backoff(tries, result.retry_after, s.politeness_max_backoff)
+                self.counters["fetch/retried"] += 1
+                commit = False
+            else:
+                self.retries.pop(fp, None)
+        if self._paced(host) and not job.robots:
+            host.ready_at = max(host.ready_at, result.ended + rest(
+                host.delay, s.politeness_response_factor, result.elapsed))
+        self._enqueue(job.host, now)
+        return commit
 
-    def _rules(self, result: FetchResult) -> RobotsRules:
-        """RFC 9309 2.3.1: 2xx parse, 4xx allow all, 5xx or no answer disallow all."""
+    def _robots(self, host: Host, result: FetchResult, now: float) -> None:
+        """RFC 9309 2.3.1: 2xx parse, 4xx allow all, 5xx or no answer: retry, then
+        disallow all. Sets the host's rules (or its retry time) and its delay."""
+        s = self.settings
         self.counters["robots/fetched"] += 1
-        if 200 <= result.status < 300:
-            return RobotsRules.parse(result.body, self.settings.agent_token)
-        if 400 <= result.status < 500:
-            return RobotsRules.allow_all()
-        self.counters["robots/errors"] += 1
-        return RobotsRules.disallow_all()
+        if 200 <= result.status < 500 or result.error == "redirects":
+            # more than five redirects: "unavailable", like a 4xx (RFC 9309 2.3.1.2)
+            host.robots_failures = 0
+            host.rules = (RobotsRules.parse(result.body, s.agent_token)
+                          if 200 <= result.status < 300 else RobotsRules.allow_all())
+        else:
+            self.counters["robots/errors"] += 1
+            host.robots_failures += 1
+            if host.robots_failures <= s.robots_retries:
+                host.ready_at = now + backoff(host.robots_failures, result.retry_after,
+                                              s.politeness_max_backoff)
+                return
+            host.rules = RobotsRules.disallow_all()
+        host.rules_until = now + s.robots_ttl
+        crawl_delay = min(host.rules.crawl_delay or 0.0, s.politeness_max_crawl_delay)
+        host.delay = max(s.politeness_min_host_delay, crawl_delay)

@@ -51,7 +51,17 @@ class Settings:
     )
 
     politeness_min_host_delay: float = _opt(1.0, "pause between two requests to one host", "s")
+    politeness_response_factor: float = _opt(
+        1.0, "also pause k x the host's last response time (k; 0: off)")
     politeness_max_crawl_delay: float = _opt(30.0, "cap on a robots.txt Crawl-delay", "s")
+    politeness_retries: int = _opt(2, "retries of a URL answered 429 or 503")
+    politeness_max_backoff: float = _opt(300.0, "cap on Retry-After and backoff rests", "s")
+
+    robots_ttl: float = _opt(86400.0, "keep a host's robots.txt this long, then refetch", "s")
+    robots_retries: int = _opt(3, "refetches of a robots.txt answered 5xx or not at all")
+
+    window_straggler_timeout: float = _opt(
+        10.0, "commit a schedule without a fetch this late; its result is committed later", "s")
 
     queue_batch: int = _opt(256, "URLs extracted from the CBT per superstep (R)")
     queue_bucket: int = _opt(256, "items per CBT leaf bucket (n)")
@@ -70,8 +80,10 @@ class Settings:
                     "queue_batch", "queue_bucket", "queue_pending_max", "index_flush_pages",
                     "log_interval")
         non_negative = ("fetch_low_speed", "fetch_max_redirects", "politeness_min_host_delay",
-                        "politeness_max_crawl_delay", "crawl_max_pages", "crawl_max_seconds",
-                        "crawl_max_depth")
+                        "politeness_response_factor", "politeness_max_crawl_delay",
+                        "politeness_retries", "politeness_max_backoff", "robots_ttl",
+                        "robots_retries", "window_straggler_timeout", "crawl_max_pages",
+                        "crawl_max_seconds", "crawl_max_depth")
         for name in positive:
             if not getattr(self, name) > 0:
                 raise SettingsError(f"{_flag(name)} must be > 0, got {getattr(self, name)}")
@@ -87,6 +99,11 @@ class Settings:
         return self
 
     @property
+    def paced(self) -> bool:
+        """True when a wall-clock politeness rule applies to every host."""
+        return self.politeness_min_host_delay > 0 or self.politeness_response_factor > 0
+
+    @property
     def agent_token(self) -> str:
         """The user agent's product token ('bspcrawl'), used for robots.txt matching."""
         return self.fetch_user_agent.split("/", 1)[0].split()[0]
@@ -97,6 +114,7 @@ class Settings:
 
 
 _SHORT = {"fetch_robots": "robots", "fetch_allow_net": "allow-net",
+          "politeness_response_factor": "response-factor",
           "politeness_min_host_delay": "min-host-delay",
           "fetch_user_agent": "user-agent", "crawl_max_pages": "max-pages",
           "crawl_max_seconds": "max-seconds", "crawl_max_depth": "max-depth"}

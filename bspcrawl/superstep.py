@@ -36,15 +36,17 @@ from mpi4py import MPI
 from bspcrawl.frontier import Frontier
 from bspcrawl.index.store import STATS_DTYPE, RankStore
 from bspcrawl.index.terms import term_counts
-from bspcrawl.index.window import Schedule, Window
+from bspcrawl.index.window import DEFERRED, Window
 from bspcrawl.partition import Link, bucket, pack, unpack
 from bspcrawl.progress import Progress
 from bspcrawl.robots.fetcher import Fetcher, FetchResult
 from bspcrawl.robots.links import LinkCache, parse_html
+from bspcrawl.robots.robotstxt import header_directives
 from bspcrawl.settings import Settings
 from bspcrawl.urls import fingerprint, fingerprints, resolve
 
 POLL_MIN, POLL_MAX = 20e-6, 1e-3  # backoff between Test() calls on a pending collective, s
+IDLE_SLEEP = 0.005  # s, a superstep's pause when all of a rank's hosts are resting
 
 # The counters every rank contributes to the global sum at sync, in this order.
 GLOBAL = ("pages", "pages_ok", "errors", "bytes", "frontier", "unreleased", "urls_out",
@@ -134,6 +136,7 @@ class Crawl:
         self.cache = LinkCache()
         self.inbox = bucket([Link(u) for u in seeds], self.size)[self.rank]
         self.progress = progress
+        self.counters = {"window/deferred": 0, "window/late": 0}
         self.stop_requested = ""
         self.wait_s = 0.0
 
@@ -184,18 +187,28 @@ class Crawl:
         links: list[Link] = []
         while self.window.full() or (draining and len(self.window)):
             seq = self.window.base
-            self._wait_for(seq)
+            self._wait_for(seq, draining)
             for sched in self.window.release(upto=seq):
-                self._commit(sched, links)
+                for result in sched.results:
+                    if result is not DEFERRED:
+                        self._commit(result, links)
+            for result in self.window.late:
+                self._commit(result, links)
+            self.counters["window/late"] += len(self.window.late)
+            self.window.late.clear()
         if not draining:
             jobs = self.frontier.next_jobs(self.window.next_seq)
             self.window.open(jobs, time.time())
             self.fetcher.submit(jobs)
+            if not jobs and not links and self.frontier.resting:
+                time.sleep(IDLE_SLEEP)  # every host with URLs is resting: do not spin
         return links
 
-    def _wait_for(self, seq: int) -> None:
-        """Deliver results to the window until schedule ``seq`` is acknowledged."""
+    def _wait_for(self, seq: int, draining: bool) -> None:
+        """Deliver results to the window until schedule ``seq`` is acknowledged, or defer
+        its stragglers after ``window_straggler_timeout`` (not while draining)."""
         t0 = time.monotonic()
+        timeout = self.settings.window_straggler_timeout
         while True:
             result = self.fetcher.get()
             while result is not None:
@@ -205,32 +218,36 @@ class Crawl:
                 break
             if not self.fetcher.alive():
                 raise RuntimeError("the robots thread died; see its traceback above")
+            if timeout and not draining and time.monotonic() - t0 >= timeout:
+                self.counters["window/deferred"] += self.window.defer(seq)
+                break
             result = self.fetcher.get(timeout=0.05)
             if result is not None:
                 self.window.deliver(result.job.seq, result.job.index, result)
         self.wait_s += time.monotonic() - t0
 
-    def _commit(self, sched: Schedule, links: list[Link]) -> None:
-        """Commit one schedule's results to the index in job order; collect their links."""
-        for result in sched.results:
-            self.frontier.done(result)
-            job = result.job
-            if job.robots:
-                continue
-            redirect, found, terms = "", [], {}
-            if result.location:
-                redirect = resolve(result.location, job.url) or ""
-                if redirect:
-                    links.append(Link(redirect, job.depth, job.hops + 1))
-            elif 200 <= result.status < 300 and is_html(result):
-                page = parse_html(result.body, job.url, self.cache,
-                                  charset=charset(result.content_type))
+    def _commit(self, result: FetchResult, links: list[Link]) -> None:
+        """Commit one result to the index (unless it is retried); collect its links."""
+        if not self.frontier.done(result) or result.job.robots:
+            return
+        job = result.job
+        redirect, found, terms = "", [], {}
+        if result.location:
+            redirect = resolve(result.location, job.url) or ""
+            if redirect:
+                links.append(Link(redirect, job.depth, job.hops + 1))
+        elif 200 <= result.status < 300 and is_html(result):
+            page = parse_html(result.body, job.url, self.cache,
+                              charset=charset(result.content_type))
+            header = header_directives(result.headers.get("x-robots-tag", ""),
+                                       self.settings.agent_token)
+            if "nofollow" not in header and "none" not in header:
                 found = page.links
-                if not page.noindex:
-                    terms = term_counts(page.text)
-                links.extend(Link(u, job.depth + 1) for u in found)
-            self.store.commit(result, fingerprint(job.url, assume_canonical=True), redirect,
-                              fingerprints(found, assume_canonical=True).tolist(), terms)
+            if not page.noindex and "noindex" not in header and "none" not in header:
+                terms = term_counts(page.text)
+            links.extend(Link(u, job.depth + 1) for u in found)
+        self.store.commit(result, fingerprint(job.url, assume_canonical=True), redirect,
+                          fingerprints(found, assume_canonical=True).tolist(), terms)
 
     def _counters(self, urls_out: int, start: float) -> np.ndarray:
         unreleased = sum(len(s.jobs) for s in self.window.outstanding.values())

@@ -38,7 +38,8 @@ def children_cpu() -> float:
 def crawl_once(ranks: int, seeds: Path, out: Path, extra: list[str]) -> dict:
     """One crawl; returns wall time, CPU time and the inspect summary."""
     cmd = [PY, "-m", "bspcrawl", "run", "--seeds", str(seeds), "--out", str(out),
-           "--overwrite", "--min-host-delay", "0", "--allow-net", "127.0.0.0/8",
+           "--overwrite", "--min-host-delay", "0", "--response-factor", "0",
+           "--allow-net", "127.0.0.0/8",
            "--progress", "none", *extra]
     if ranks > 1:
         cmd = [MPIEXEC, "-n", str(ranks), PY, "-m", "mpi4py", *cmd[1:]]

@@ -18,6 +18,7 @@ from bspcrawl.testweb import Web, WebConfig, free_port
 
 PY = sys.executable
 MPIEXEC = str(Path(PY).parent / "mpiexec")
+UNPACED = ["--min-host-delay", "0", "--response-factor", "0"]  # reproducible scheduling
 ENV = {**os.environ, "MPIEXEC_TIMEOUT": "300", "PYTHONUNBUFFERED": "1"}
 
 
@@ -52,8 +53,7 @@ def crawl(ranks: int, seeds: list[str], out: Path, *options: str) -> subprocess.
     seed_file = out.parent / f"{out.name}-seeds.txt"
     seed_file.write_text("\n".join(seeds) + "\n")
     run = [PY, "-m", "bspcrawl", "run", "--seeds", str(seed_file), "--out", str(out),
-           "--min-host-delay", "0", "--allow-net", "127.0.0.0/8", "--progress", "none",
-           *options]
+           *UNPACED, "--allow-net", "127.0.0.0/8", "--progress", "none", *options]
     if ranks > 1:
         run = [MPIEXEC, "-n", str(ranks), PY, "-m", "mpi4py", *run[1:]]
     return subprocess.run(run, env=ENV, capture_output=True, text=True, timeout=300)

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bspcrawl.testweb import free_port
-from tests.crawling import PY, crawl, fetched, requests_by_host, serve
+from tests.crawling import PY, UNPACED, crawl, fetched, requests_by_host, serve
 
 pytestmark = pytest.mark.slow
 
@@ -106,7 +106,7 @@ def test_max_seconds_and_sigterm_stop_at_a_superstep_boundary(tmp_path):
         seeds = tmp_path / "seeds.txt"
         seeds.write_text("\n".join(web.seeds()))
         proc = subprocess.Popen([PY, "-m", "bspcrawl", "run", "--seeds", str(seeds), "--out",
-                                 str(tmp_path / "signalled"), "--min-host-delay", "0",
+                                 str(tmp_path / "signalled"), *UNPACED,
                                  "--allow-net", "127.0.0.0/8", "--progress", "none"],
                                 stderr=subprocess.PIPE, text=True)
         time.sleep(3)

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from bspcrawl.index.window import ACKNOWLEDGED, SCHEDULED, Window
+from bspcrawl.index.window import ACKNOWLEDGED, DEFERRED, SCHEDULED, Window
 
 
 def test_out_of_order_results_are_held_back_and_released_in_order():
@@ -92,3 +92,20 @@ def test_release_upto_keeps_later_acknowledged_schedules():
         w.deliver(seq, 0, seq)
     assert [s.seq for s in w.release(upto=0)] == [0]
     assert [s.seq for s in w.release(upto=5)] == [1, 2]
+
+
+def test_a_deferred_straggler_frees_the_window_and_is_delivered_late_once():
+    w = Window(2)
+    w.open(["a", "b"], 0.0)
+    w.open(["c"], 0.0)
+    w.deliver(0, 0, "A")
+    w.deliver(1, 0, "C")
+    assert w.full() and w.release() == []
+    assert w.defer(0) == 1 and w.in_flight() == 1
+    released = w.release()
+    assert [s.seq for s in released] == [0, 1]
+    assert released[0].results == ["A", DEFERRED]
+    w._check()
+    assert w.deliver(0, 1, "B") and w.late == ["B"]
+    assert not w.deliver(0, 1, "B again") and w.late == ["B"]
+    assert w.in_flight() == 0

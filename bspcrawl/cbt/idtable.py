@@ -28,6 +28,7 @@ cap / 2 or the table is mostly empty.  Expected cost of a batch of m ids: O(m).
 
 from __future__ import annotations
 
+import h5py
 import numpy as np
 
 EMPTY, TOMB = -1, -2
@@ -181,3 +182,20 @@ class IdTable:
             vals[p] = EMPTY
             self.tomb -= p.size
             p = (p - 1) & mask
+
+    def save(self, group: h5py.Group) -> None:
+        """Write the table to ``group`` (datasets ``keys``, ``vals``): an exact copy."""
+        group.create_dataset("keys", data=self.keys)
+        group.create_dataset("vals", data=self.vals)
+        group.attrs["live"], group.attrs["tomb"] = self.live, self.tomb
+
+    @classmethod
+    def load(cls, group: h5py.Group) -> IdTable:
+        """The table :meth:`save` wrote."""
+        keys, vals = group["keys"][()], group["vals"][()]
+        t = cls(keys.size)
+        if t.cap != keys.size or vals.shape != keys.shape:
+            raise ValueError(f"bad id table in {group.name}: {keys.size} slots")
+        t.keys, t.vals = keys.astype(np.int64), vals.astype(np.int64)
+        t.live, t.tomb = int(group.attrs["live"]), int(group.attrs["tomb"])
+        return t

@@ -16,6 +16,11 @@ Layout, for ``size=3`` after opening schedules 7, 8 and 9 and receiving 9's resu
     release() -> [7]           # 8 still blocks 9
 
 A schedule may be empty (it is acknowledged at once); the crawler opens one per superstep.
+
+A straggler (a job whose result is very late) need not hold the window: :meth:`defer`
+acknowledges a schedule with its missing jobs marked ``DEFERRED``; when such a result
+arrives, :meth:`deliver` keeps it in ``late`` for the caller to commit (once) after the
+schedules it releases next.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Any
 
 SCHEDULED = "s"
 ACKNOWLEDGED = "a"
+DEFERRED = object()  # a result slot given up on by defer(); the result arrives in ``late``
 
 
 @dataclass(slots=True)
@@ -60,6 +66,8 @@ class Window:
         self.base = next_seq
         self.next_seq = next_seq
         self.outstanding: dict[int, Schedule] = {}
+        self.deferred: set[tuple[int, int]] = set()  # (seq, index) of deferred jobs
+        self.late: list[Any] = []  # results of deferred jobs, in arrival order
 
     def __len__(self) -> int:
         return len(self.outstanding)
@@ -81,8 +89,13 @@ class Window:
         """Record the result of job ``index`` of schedule ``seq``.
 
         Returns False (and ignores it) for a schedule no longer outstanding or a job already
-        answered: a late duplicate is committed at most once.
+        answered: a late duplicate is committed at most once. The result of a deferred job
+        goes to ``late``.
         """
+        if (seq, index) in self.deferred:
+            self.deferred.remove((seq, index))
+            self.late.append(result)
+            return True
         sched = self.outstanding.get(seq)
         if sched is None or sched.results[index] is not None:
             return False
@@ -91,6 +104,16 @@ class Window:
         if sched.missing == 0:
             sched.status = ACKNOWLEDGED
         return True
+
+    def defer(self, seq: int) -> int:
+        """Acknowledge ``seq`` now, marking its missing jobs DEFERRED; returns how many."""
+        sched = self.outstanding[seq]
+        missing = [i for i, r in enumerate(sched.results) if r is None]
+        for i in missing:
+            sched.results[i] = DEFERRED
+            self.deferred.add((seq, i))
+        sched.missing, sched.status = 0, ACKNOWLEDGED
+        return len(missing)
 
     def acknowledged(self, seq: int) -> bool:
         """True once every job of ``seq`` has a result (or ``seq`` is already released)."""
@@ -108,8 +131,8 @@ class Window:
         return out
 
     def in_flight(self) -> int:
-        """Jobs scheduled and not yet answered."""
-        return sum(s.missing for s in self.outstanding.values())
+        """Jobs scheduled and not yet answered (deferred ones included)."""
+        return sum(s.missing for s in self.outstanding.values()) + len(self.deferred)
 
     def _check(self) -> None:
         assert self.base <= self.next_seq
@@ -117,4 +140,6 @@ class Window:
         assert len(self.outstanding) <= self.size
         for sched in self.outstanding.values():
             assert sched.missing == sum(r is None for r in sched.results)
+            deferred = {(sched.seq, i) for i, r in enumerate(sched.results) if r is DEFERRED}
+            assert deferred <= self.deferred
             assert (sched.status == ACKNOWLEDGED) == (sched.missing == 0)

@@ -7,8 +7,8 @@ on one thread (DESIGN.md, "one thread of Python work per process").
 
 Politeness is enforced here, on the wall clock: each host's jobs wait in a FIFO (schedule
 order), at most one of them is in transfer, and the next starts no earlier than
-``job.delay`` seconds after the previous one ended. A host therefore never has two
-requests in flight from this rank, and hosts are rank-local (partition.py).
+``job.delay`` seconds (more after a 429/503) after the previous one ended. A host therefore
+never has two requests in flight from this rank, and hosts are rank-local (partition.py).
 
 Connections go only to addresses the :class:`~bspcrawl.robots.addresses.AddressPolicy`
 permits, checked on the resolved address libcurl is about to connect to.
@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import pycurl
 
 from bspcrawl.robots.addresses import AddressPolicy
+from bspcrawl.robots.politeness import RETRY_STATUSES, backoff, retry_after
 from bspcrawl.settings import Settings
 
 ROBOTS_TXT_MAX = 500 * 1024  # RFC 9309 2.5: parse at least 500 KiB; we read no more
@@ -78,8 +79,10 @@ class FetchResult:
     content_type: str = ""
     location: str = ""
     body: bytes = b""
-    started: float = 0.0
+    started: float = 0.0  # Unix time the transfer started
     elapsed: float = 0.0
+    ended: float = 0.0  # time.monotonic() when it ended (for the host's rest)
+    retry_after: float | None = None  # seconds, from a 429/503's Retry-After
     headers: dict[str, str] = field(default_factory=dict)
 
 
@@ -162,6 +165,9 @@ class _Transfer:
             res.body = b"".join(self.parts)
             res.content_type = self.headers.get("content-type", "")
             res.location = self.headers.get("location", "") if 300 <= res.status < 400 else ""
+            if res.status in RETRY_STATUSES:
+                res.retry_after = retry_after(self.headers.get("retry-after", ""))
+        res.ended = time.monotonic()
         self.job, self.parts = None, []
         return res
 
@@ -210,9 +216,12 @@ class Fetcher:
         return self._thread.is_alive()
 
     def _finish(self, res: FetchResult) -> None:
-        """Hand a result over and let the host's next job start after its delay."""
+        """Hand a result over and let the host's next job start after its rest."""
         host = res.job.host
-        self._free_at[host] = time.monotonic() + res.job.delay
+        pause = res.job.delay
+        if res.status in RETRY_STATUSES:
+            pause = max(pause, backoff(1, res.retry_after, self.settings.politeness_max_backoff))
+        self._free_at[host] = (res.ended or time.monotonic()) + pause
         q = self._queues[host]
         q.popleft()
         if q:

@@ -140,3 +140,26 @@ class RobotsRules:
     def __repr__(self) -> str:
         kind = "parsed" if self._parser else ("allow_all" if self._default else "disallow_all")
         return f"<RobotsRules {kind}>"
+
+
+def header_directives(value: str, agent: str) -> set[str]:
+    """The X-Robots-Tag directives (lower-case) that apply to ``agent``.
+
+    ``"noindex, nofollow"`` applies to every crawler; ``"bspcrawl: noindex"`` only to the
+    agent named; other agents' directives are ignored. Several header lines joined with
+    commas work the same way.
+    """
+    directives: set[str] = set()
+    target: str | None = None  # None: applies to all agents
+    for part in value.split(","):
+        part = part.strip().lower()
+        name, sep, rest = part.partition(":")
+        if sep and " " not in name.strip() and name.strip() not in _DATED:
+            target, part = name.strip(), rest.strip()
+        if part and (target is None or target == agent.lower()):
+            directives.add(part.split()[0])
+    return directives
+
+
+_DATED = frozenset(("unavailable_after", "max-snippet", "max-image-preview",
+                    "max-video-preview"))

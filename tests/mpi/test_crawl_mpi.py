@@ -38,7 +38,8 @@ def test_crawl_on_a_communicator_fetches_exactly_the_truth(which):
         if comm.rank == 0:
             prepare(out, overwrite=False)
         wait([comm.Ibarrier()])
-        settings = Settings(politeness_min_host_delay=0.0, fetch_robots=4,
+        settings = Settings(politeness_min_host_delay=0.0, politeness_response_factor=0.0,
+                            fetch_robots=4,
                             fetch_allow_net=["127.0.0.0/8"]).validate()
         outcome = Crawl(comm, settings, out, web.seeds()).run()
         wait([comm.Ibarrier()])
