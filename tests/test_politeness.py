@@ -1,0 +1,179 @@
+"""RFC 9309 and politeness, measured from the server's side against scripted sites."""
+
+import gzip
+
+import pytest
+
+from bspcrawl.robots.politeness import backoff, rest, retry_after
+from tests.sites import Site, crawl_here, page
+
+
+@pytest.fixture
+def site(request):
+    s = Site(request.param)
+    yield s
+    s.close()
+
+
+def urls_of(f):
+    return dict(zip(f["pages/url"].asstr()[:], f["pages/status"][:].tolist(), strict=True))
+
+
+ROBOTS_404 = {"/robots.txt": [(404, {}, b"")]}
+
+
+@pytest.mark.parametrize("site", [{**ROBOTS_404, "/": [page("/a", "/b")],
+                                   "/a": [page()], "/b": [page()]}], indirect=True)
+def test_robots_404_allows_everything(site, tmp_path):
+    with crawl_here(tmp_path, [site.url + "/"]) as f:
+        assert set(urls_of(f)) == {site.url + p for p in ("/", "/a", "/b")}
+    assert site.paths().count("/robots.txt") == 1
+
+
+@pytest.mark.parametrize("site", [{
+    "/robots.txt": [(500, {"Retry-After": "0"}, b""), (200, {}, b"User-agent: *\nDisallow: /b")],
+    "/": [page("/a", "/b")], "/a": [page()], "/b": [page()]}], indirect=True)
+def test_robots_5xx_is_retried_and_urls_wait_for_the_answer(site, tmp_path):
+    with crawl_here(tmp_path, [site.url + "/"]) as f:
+        assert set(urls_of(f)) == {site.url + "/", site.url + "/a"}
+    assert site.paths()[:2] == ["/robots.txt", "/robots.txt"]
+
+
+@pytest.mark.parametrize("site", [{"/robots.txt": [(503, {"Retry-After": "0"}, b"")],
+                                   "/": [page("/a")]}], indirect=True)
+def test_robots_always_5xx_disallows_everything_after_the_retries(site, tmp_path):
+    with crawl_here(tmp_path, [site.url + "/"], robots_retries=2) as f:
+        assert urls_of(f) == {}
+    assert site.paths() == ["/robots.txt"] * 3
+
+
+def _redirect_to(path):
+    return 302, {"Location": path}, b""
+
+
+@pytest.mark.parametrize("site", [{"/robots.txt": [_redirect_to("/r1")],
+                                   "/r1": [_redirect_to("/robots.txt")],
+                                   "/": [page("/a")], "/a": [page()]}], indirect=True)
+def test_robots_redirect_loop_means_unavailable_so_allow_all(site, tmp_path):
+    with crawl_here(tmp_path, [site.url + "/"]) as f:
+        assert set(urls_of(f)) == {site.url + "/", site.url + "/a"}
+
+
+@pytest.mark.parametrize("site", [{
+    "/robots.txt": [(200, {"Content-Type": "text/plain"},
+                     b"User-agent: *\nDisallow: /x\n" + b"#" * 600_000 + b"\nDisallow: /a\n")],
+    "/": [page("/a", "/x")], "/a": [page()], "/x": [page()]}], indirect=True)
+def test_robots_is_read_up_to_500_kib(site, tmp_path):
+    with crawl_here(tmp_path, [site.url + "/"]) as f:
+        assert set(urls_of(f)) == {site.url + "/", site.url + "/a"}  # /a's rule is past 500 KiB
+
+
+@pytest.mark.parametrize("site", [{
+    "/robots.txt": [(200, {}, b"User-agent: *\nCrawl-delay: 0.3\n")],
+    "/": [page("/a", "/b", "/c")], "/a": [page()], "/b": [page()], "/c": [page()]}],
+    indirect=True)
+def test_crawl_delay_is_honoured_between_requests(site, tmp_path):
+    with crawl_here(tmp_path, [site.url + "/"]) as f:
+        assert len(urls_of(f)) == 4
+    spans = sorted((s, e) for p, s, e, _ in site.log if p != "/robots.txt")
+    gaps = [b[0] - a[1] for a, b in zip(spans, spans[1:], strict=False)]
+    assert min(gaps) >= 0.29, gaps
+
+
+@pytest.mark.parametrize("site", [{
+    **ROBOTS_404, "/": [page("/a", "/b", "/c", "/d")], "/a": [page()], "/b": [page()],
+    "/c": [page()], "/d": [page()]}], indirect=True)
+def test_min_delay_and_response_factor_pace_a_host(site, tmp_path):
+    with crawl_here(tmp_path, [site.url + "/"], politeness_min_host_delay=0.2,
+                    politeness_response_factor=1.0) as f:
+        assert len(urls_of(f)) == 5
+    spans = sorted((s, e) for _, s, e, _ in site.log)
+    assert all(b[0] - a[1] >= 0.19 for a, b in zip(spans, spans[1:], strict=False))
+
+
+@pytest.mark.parametrize("site", [{
+    **ROBOTS_404, "/": [page("/busy")],
+    "/busy": [(429, {"Retry-After": "1"}, b""), (503, {}, b""), page(text="finally")]}],
+    indirect=True)
+def test_429_and_503_are_retried_after_retry_after_and_committed_once(site, tmp_path):
+    with crawl_here(tmp_path, [site.url + "/"], politeness_max_backoff=1.5) as f:
+        assert urls_of(f) == {site.url + "/": 200, site.url + "/busy": 200}
+    busy = [(s, e) for p, s, e, _ in site.log if p == "/busy"]
+    assert len(busy) == 3
+    assert busy[1][0] - busy[0][1] >= 0.95  # Retry-After: 1
+    assert busy[2][0] - busy[1][1] >= 1.4  # no header: backoff 5 s, capped at 1.5 s
+
+
+@pytest.mark.parametrize("site", [{
+    **ROBOTS_404, "/": [page("/busy")], "/busy": [(503, {"Retry-After": "0"}, b"")]}],
+    indirect=True)
+def test_a_url_that_stays_503_is_committed_with_its_last_answer(site, tmp_path):
+    with crawl_here(tmp_path, [site.url + "/"], politeness_retries=1) as f:
+        assert urls_of(f)[site.url + "/busy"] == 503
+    assert site.paths().count("/busy") == 2
+
+
+@pytest.mark.parametrize("site", [{
+    **ROBOTS_404, "/": [page("/a", "/b")],
+    "/a": [(200, {"X-Robots-Tag": "nofollow"}, page("/hidden")[2])],
+    "/b": [(200, {"X-Robots-Tag": "otherbot: noindex, bspcrawl: noindex"},
+            page(text="secretword")[2])],
+    "/hidden": [page()]}], indirect=True)
+def test_x_robots_tag_nofollow_and_noindex(site, tmp_path):
+    with crawl_here(tmp_path, [site.url + "/"]) as f:
+        assert set(urls_of(f)) == {site.url + p for p in ("/", "/a", "/b")}
+        terms = set(f["ranks/0000/index/terms"].asstr()[:])
+    assert "secretword" not in terms and "hello" in terms
+
+
+@pytest.mark.parametrize("site", [{
+    **ROBOTS_404, "/": [page("/r0", "/loop1")],
+    **{f"/r{i}": [_redirect_to(f"/r{i + 1}")] for i in range(8)}, "/r8": [page()],
+    "/loop1": [_redirect_to("/loop2")], "/loop2": [_redirect_to("/loop1")]}], indirect=True)
+def test_redirect_chains_stop_at_the_hop_limit_and_loops_end(site, tmp_path):
+    with crawl_here(tmp_path, [site.url + "/"], fetch_max_redirects=5) as f:
+        got = urls_of(f)
+    assert {u for u in got if "/r" in u} == {f"{site.url}/r{i}" for i in range(6)}
+    assert got[site.url + "/loop1"] == 302 and got[site.url + "/loop2"] == 302
+    assert site.paths().count("/loop1") == 1
+
+
+def _bomb(handler):
+    raw = gzip.compress(b"\0" * 20_000_000)
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/html")
+    handler.send_header("Content-Encoding", "gzip")
+    handler.send_header("Content-Length", str(len(raw)))
+    handler.end_headers()
+    handler.wfile.write(raw)
+
+
+def _trickle(handler):
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/html")
+    handler.send_header("Content-Length", "1000")
+    handler.end_headers()
+    for _ in range(20):
+        handler.wfile.write(b"x")
+        handler.wfile.flush()
+        __import__("time").sleep(0.25)
+
+
+@pytest.mark.parametrize("site", [{**ROBOTS_404, "/": [page("/bomb", "/slow")],
+                                   "/bomb": [_bomb], "/slow": [_trickle]}], indirect=True)
+def test_a_decompression_bomb_and_a_trickling_server_are_cut_off(site, tmp_path):
+    with crawl_here(tmp_path, [site.url + "/"], fetch_max_bytes=1_000_000,
+                    fetch_timeout=3.0, fetch_low_speed=100) as f:
+        errors = dict(zip(f["pages/url"].asstr()[:], f["pages/error"].asstr()[:], strict=True))
+        elapsed = dict(zip(f["pages/url"].asstr()[:], f["pages/elapsed"][:], strict=True))
+    assert errors[site.url + "/bomb"] == "too_large"
+    assert errors[site.url + "/slow"] == "timeout" and elapsed[site.url + "/slow"] < 2.5
+
+
+def test_retry_after_forms_and_backoff():
+    assert retry_after("120") == 120.0
+    assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412480 - 30) == 30.0
+    assert retry_after("soon") is None and retry_after("") is None
+    assert backoff(1, None, 300) == 5 and backoff(3, None, 300) == 20
+    assert backoff(1, 1000.0, 300) == 300
+    assert rest(1.0, 2.0, 0.8) == 1.6 and rest(1.0, 0.0, 5.0) == 1.0
