@@ -25,6 +25,7 @@ the same order. Priorities: shallower first (``-depth``), ties broken by the CBT
 from __future__ import annotations
 
 import heapq
+import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -37,7 +38,7 @@ from bspcrawl.robots.fetcher import FetchJob, FetchResult
 from bspcrawl.robots.politeness import RETRY_STATUSES, backoff, rest
 from bspcrawl.robots.robotstxt import RobotsRules
 from bspcrawl.settings import Settings
-from bspcrawl.urls import fingerprints, host_key
+from bspcrawl.urls import fingerprints, host_key, strip_params
 
 
 @dataclass(slots=True)
@@ -50,6 +51,7 @@ class Host:
     delay: float = 0.0  # max(min host delay, Crawl-delay)
     ready_at: float = 0.0  # monotonic time before which it gets no job (rest, backoff)
     outstanding: int = 0  # jobs scheduled and not yet committed
+    taken: int = 0  # page URLs scheduled (for crawl_max_host_pages)
     robots_in_flight: bool = False
     pending: deque[int] = field(default_factory=deque)
     queued: bool = False  # in Frontier.active or Frontier.resting
@@ -78,9 +80,14 @@ class Frontier:
         self.active: deque[str] = deque()  # hosts that may get a job now, round-robin
         self.resting: list[tuple[float, str]] = []  # (ready_at, host): heap of resting hosts
         self.pending = 0
+        self.strip = (re.compile(settings.url_strip_params, re.I) if settings.url_strip_params
+                      else None)
+        self.blacklist = (re.compile("|".join(f"(?:{b})" for b in settings.url_blacklist))
+                          if settings.url_blacklist else None)
         self.counters: dict[str, int] = dict.fromkeys(
             ("frontier/duplicates", "frontier/robots_denied", "frontier/too_deep",
-             "frontier/too_many_hops", "robots/fetched", "robots/errors", "fetch/retried"), 0)
+             "frontier/too_many_hops", "frontier/filtered", "frontier/host_cap",
+             "robots/fetched", "robots/errors", "fetch/retried"), 0)
 
     def __len__(self) -> int:
         return len(self.cbt) + self.pending
@@ -93,9 +100,12 @@ class Frontier:
         """
         s = self.settings
         ids, prios = [], []
-        fps = fingerprints([x.url for x in links], assume_canonical=True).tolist()
+        fps = self.fingerprints([x.url for x in links]).tolist()
         for link, fp in zip(links, fps, strict=True):
-            if s.crawl_max_depth and link.depth > s.crawl_max_depth:
+            if len(link.url) > s.url_max_length or (
+                    self.blacklist and self.blacklist.search(link.url)):
+                self.counters["frontier/filtered"] += 1
+            elif s.crawl_max_depth and link.depth > s.crawl_max_depth:
                 self.counters["frontier/too_deep"] += 1
             elif link.hops > s.fetch_max_redirects:
                 self.counters["frontier/too_many_hops"] += 1
@@ -109,6 +119,11 @@ class Frontier:
         if ids:
             self.cbt.insert_many(np.array(ids, dtype=np.int64), np.array(prios))
         return len(ids)
+
+    def fingerprints(self, urls: list[str]) -> np.ndarray:
+        """Seen-set keys (int64) of canonical URLs: tracking and session parameters cut."""
+        return fingerprints([strip_params(u, self.strip) for u in urls] if self.strip
+                            else urls, assume_canonical=True)
 
     def next_jobs(self, seq: int, now: float | None = None) -> list[FetchJob]:
         """The jobs of schedule ``seq``: one per host that can take one, Q before the CBT."""
@@ -165,16 +180,21 @@ class Frontier:
             url = self.links[host.pending[0]].url
             jobs.append(FetchJob(seq, len(jobs), robots_url(url), key, host.delay, True))
             return
+        cap = self.settings.crawl_max_host_pages
         while host.pending:
             fp = host.pending.popleft()
             self.pending -= 1
             link = self.links.pop(fp)
-            if host.rules.allowed(link.url):
+            if cap and host.taken >= cap and fp not in self.retries:
+                self.counters["frontier/host_cap"] += 1
+            elif host.rules.allowed(link.url):
+                host.taken += fp not in self.retries
                 host.outstanding += 1
                 jobs.append(FetchJob(seq, len(jobs), link.url, key, host.delay, False,
                                      link.depth, link.hops))
                 break
-            self.counters["frontier/robots_denied"] += 1
+            else:
+                self.counters["frontier/robots_denied"] += 1
         self._enqueue(key, now)
 
     def _enqueue(self, key: str, now: float) -> None:
@@ -201,10 +221,10 @@ class Frontier:
         if job.robots:
             host.robots_in_flight = False
             self._robots(host, result, now)
-        elif result.status in RETRY_STATUSES:
-            fp = fingerprints([job.url], assume_canonical=True).item()
-            tries = self.retries.get(fp, 0) + 1
-            if tries <= s.politeness_retries:
+        elif self.retries or result.status in RETRY_STATUSES:
+            fp = self.fingerprints([job.url]).item()
+            tries = self.retries.pop(fp, 0) + 1
+            if result.status in RETRY_STATUSES and tries <= s.politeness_retries:
                 self.retries[fp] = tries
                 self.links[fp] = Link(job.url, job.depth, job.hops)
                 host.pending.appendleft(fp)
@@ -212,8 +232,6 @@ class Frontier:
                 host.ready_at = now + backoff(tries, result.retry_after, s.politeness_max_backoff)
                 self.counters["fetch/retried"] += 1
                 commit = False
-            else:
-                self.retries.pop(fp, None)
         if self._paced(host) and not job.robots:
             host.ready_at = max(host.ready_at, result.ended + rest(
                 host.delay, s.politeness_response_factor, result.elapsed))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import re
 import tomllib
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -17,6 +18,7 @@ from typing import Any
 
 from bspcrawl import __version__
 from bspcrawl.robots.addresses import parse_networks
+from bspcrawl.urls import TRACKING_PARAMS
 
 
 class SettingsError(ValueError):
@@ -67,7 +69,14 @@ class Settings:
     queue_bucket: int = _opt(256, "items per CBT leaf bucket (n)")
     queue_pending_max: int = _opt(1_000_000, "stop extracting while Q holds this many URLs")
 
+    url_max_length: int = _opt(2048, "ignore URLs longer than this", "characters")
+    url_strip_params: str = _opt(TRACKING_PARAMS, "regex of query/path parameter names left "
+                                 "out of the seen-set key (tracking, session ids; '': none)")
+    url_blacklist: list[str] = field(default_factory=list, metadata={
+        "doc": "ignore URLs matching this regex (repeatable)", "unit": ""})
+
     crawl_max_pages: int = _opt(0, "stop after about this many pages (0: no limit)")
+    crawl_max_host_pages: int = _opt(0, "fetch at most this many URLs of one host (0: no limit)")
     crawl_max_seconds: float = _opt(0.0, "stop after this wall time (0: no limit)", "s")
     crawl_max_depth: int = _opt(0, "ignore links deeper than this from a seed (0: no limit)")
 
@@ -83,7 +92,7 @@ class Settings:
                         "politeness_response_factor", "politeness_max_crawl_delay",
                         "politeness_retries", "politeness_max_backoff", "robots_ttl",
                         "robots_retries", "window_straggler_timeout", "crawl_max_pages",
-                        "crawl_max_seconds", "crawl_max_depth")
+                        "crawl_max_host_pages", "crawl_max_seconds", "crawl_max_depth")
         for name in positive:
             if not getattr(self, name) > 0:
                 raise SettingsError(f"{_flag(name)} must be > 0, got {getattr(self, name)}")
@@ -96,6 +105,14 @@ class Settings:
             parse_networks(self.fetch_allow_net)
         except ValueError as e:
             raise SettingsError(str(e)) from None
+        for name, regex in [("--url-strip-params", self.url_strip_params)] + [
+                ("--url-blacklist", b) for b in self.url_blacklist]:
+            try:
+                re.compile(regex)
+            except re.error as e:
+                raise SettingsError(f"{name}: bad regular expression {regex!r}: {e}") from None
+        if self.url_max_length < 16:
+            raise SettingsError(f"--url-max-length must be >= 16, got {self.url_max_length}")
         return self
 
     @property
@@ -117,7 +134,8 @@ _SHORT = {"fetch_robots": "robots", "fetch_allow_net": "allow-net",
           "politeness_response_factor": "response-factor",
           "politeness_min_host_delay": "min-host-delay",
           "fetch_user_agent": "user-agent", "crawl_max_pages": "max-pages",
-          "crawl_max_seconds": "max-seconds", "crawl_max_depth": "max-depth"}
+          "crawl_max_seconds": "max-seconds", "crawl_max_depth": "max-depth",
+          "crawl_max_host_pages": "max-host-pages"}
 
 
 def _flag(name: str) -> str:
@@ -134,7 +152,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help_ = f"{f.metadata['doc']}{unit} (default: {default!r})"
         if f.type == "list[str]":
             parser.add_argument(_flag(f.name), dest=f.name, action="append", default=None,
-                                metavar="CIDR", help=help_)
+                                metavar=f.name.split("_")[-1].upper(), help=help_)
         elif f.type in ("bool", bool):
             parser.add_argument(_flag(f.name), dest=f.name, action="store_true", default=None,
                                 help=help_)

@@ -43,7 +43,7 @@ from bspcrawl.robots.fetcher import Fetcher, FetchResult
 from bspcrawl.robots.links import LinkCache, parse_html
 from bspcrawl.robots.robotstxt import header_directives
 from bspcrawl.settings import Settings
-from bspcrawl.urls import fingerprint, fingerprints, resolve
+from bspcrawl.urls import resolve
 
 POLL_MIN, POLL_MAX = 20e-6, 1e-3  # backoff between Test() calls on a pending collective, s
 IDLE_SLEEP = 0.005  # s, a superstep's pause when all of a rank's hosts are resting
@@ -246,8 +246,8 @@ class Crawl:
             if not page.noindex and "noindex" not in header and "none" not in header:
                 terms = term_counts(page.text)
             links.extend(Link(u, job.depth + 1) for u in found)
-        self.store.commit(result, fingerprint(job.url, assume_canonical=True), redirect,
-                          fingerprints(found, assume_canonical=True).tolist(), terms)
+        fps = self.frontier.fingerprints([job.url, *found]).tolist()
+        self.store.commit(result, fps[0], redirect, fps[1:], terms)
 
     def _counters(self, urls_out: int, start: float) -> np.ndarray:
         unreleased = sum(len(s.jobs) for s in self.window.outstanding.values())

@@ -13,6 +13,10 @@ Forms used across the crawler:
   made "/", dot segments removed, percent-encoding as the standard does it,
   fragment cut. It does not sort or drop query parameters, and does not touch
   the case of the path (a later change adds tracking-parameter removal here).
+* ``strip_params(url, pattern)``: the seen-set key proper: ``canonical`` minus the
+  query parameters (and ``;jsessionid=``-style path parameters) whose names match a
+  pattern, by default ``TRACKING_PARAMS`` (``utm_*``, click ids, session ids). The URL
+  fetched stays as resolved; only the key that decides "seen before" drops them.
 * ``host_key(url)``: ``"host:port"`` with the scheme's default port filled in, the
   unit of partitioning over ranks and of per-host politeness.
 * ``fingerprint(url)`` / ``fingerprints(urls)``: xxh3_64 of the canonical form as a
@@ -27,11 +31,14 @@ Forms used across the crawler:
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 from ada_url import idna_to_unicode, join_url, normalize_url
 from xxhash import xxh3_64_intdigest
 
 __all__ = [
+    "TRACKING_PARAMS",
     "canonical",
     "fingerprint",
     "fingerprints",
@@ -39,6 +46,7 @@ __all__ = [
     "host_key",
     "parse",
     "resolve",
+    "strip_params",
 ]
 
 _HTTP_PREFIXES = ("http://", "https://")
@@ -163,3 +171,29 @@ def fingerprints(urls: list[str], *, assume_canonical: bool = False) -> np.ndarr
 def host_hash(key: str) -> int:
     """Stable, non-negative 63-bit hash of a host key (same in every process and run)."""
     return xxh3_64_intdigest(key.encode()) & _INT64_MAX
+
+
+TRACKING_PARAMS = (r"utm_[a-z0-9_]+|fbclid|gclid|dclid|gbraid|wbraid|msclkid|yclid|mc_[ce]id"
+                   r"|_ga|_gl|igshid|(php|asp\.net_|j)?sessionid|sess(ion)?_?id|sid|cfid|cftoken")
+"""Default names (regex, whole name, case-insensitive) of parameters dropped from the key."""
+
+
+def strip_params(url: str, pattern: re.Pattern[str] | None) -> str:
+    """*url* (resolved form) without the query and ``;name=value`` path parameters whose
+    names fully match *pattern*; the order of the others is kept.
+
+    >>> strip_params("http://a.org/p;jsessionid=X1?id=3&utm_source=m&sid=9",
+    ...              re.compile(TRACKING_PARAMS, re.I))
+    'http://a.org/p?id=3'
+    """
+    if pattern is None or ("?" not in url and ";" not in url):
+        return url
+    base, sep, query = url.partition("?")
+    if ";" in base:
+        head, *params = base.split(";")
+        base = ";".join([head] + [p for p in params
+                                  if not pattern.fullmatch(p.partition("=")[0])])
+    if sep:
+        kept = [p for p in query.split("&") if p and not pattern.fullmatch(p.partition("=")[0])]
+        return base + ("?" + "&".join(kept) if kept else "")
+    return base

@@ -1,0 +1,101 @@
+"""The frontier's scheduling rules, driven directly with fake fetch results."""
+
+import re
+import time
+
+from bspcrawl.frontier import Frontier
+from bspcrawl.partition import Link
+from bspcrawl.robots.fetcher import FetchResult
+from bspcrawl.settings import Settings
+from bspcrawl.urls import TRACKING_PARAMS, strip_params
+
+UNPACED = {"politeness_min_host_delay": 0.0, "politeness_response_factor": 0.0}
+
+
+def frontier(**kw):
+    return Frontier(Settings(**{**UNPACED, **kw}).validate())
+
+
+def answer(f, jobs, status=200, body=b"", **extra):
+    """Commit results for jobs; returns the done() verdicts."""
+    return [f.done(FetchResult(j, status=status, body=body, ended=0.0, **extra)) for j in jobs]
+
+
+def urls(jobs):
+    return [j.url for j in jobs]
+
+
+def test_robots_first_then_one_job_per_host_per_schedule():
+    f = frontier()
+    f.receive([Link(f"http://a.test/{i}") for i in range(3)] + [Link("http://b.test/0")])
+    first = f.next_jobs(0)
+    assert {(j.url, j.robots) for j in first} == {("http://a.test/robots.txt", True),
+                                                  ("http://b.test/robots.txt", True)}
+    assert f.next_jobs(1) == []  # URLs wait for their robots.txt
+    answer(f, first, status=404)
+    second, third = f.next_jobs(2), f.next_jobs(3)
+    assert sorted(j.host for j in second) == ["a.test:80", "b.test:80"]
+    assert [j.host for j in third] == ["a.test:80"]  # unpaced: again, while one is in flight
+    assert len(f) == 1
+
+
+def test_disallowed_urls_are_dropped_and_counted():
+    f = frontier()
+    f.receive([Link("http://a.test/private/x"), Link("http://a.test/ok")])
+    answer(f, f.next_jobs(0), body=b"User-agent: *\nDisallow: /private/\n")
+    assert urls(f.next_jobs(1) + f.next_jobs(2)) == ["http://a.test/ok"]
+    assert f.counters["frontier/robots_denied"] == 1 and len(f) == 0
+
+
+def test_a_paced_host_gets_one_job_at_a_time_and_rests():
+    f = Frontier(Settings(politeness_min_host_delay=10.0).validate())
+    f.receive([Link("http://a.test/1"), Link("http://a.test/2")])
+    answer(f, f.next_jobs(0, now=0.0), status=404)
+    (job,) = f.next_jobs(1, now=0.0)
+    assert f.next_jobs(2, now=0.0) == []  # one at a time
+    f.done(FetchResult(job, status=200, ended=100.0, elapsed=0.5))
+    assert f.next_jobs(3, now=105.0) == []  # resting until 110
+    (last,) = f.next_jobs(4, now=110.0)
+    assert {job.url, last.url} == {"http://a.test/1", "http://a.test/2"}
+
+
+def test_tracking_and_session_parameters_do_not_make_a_url_new():
+    f = frontier()
+    new = f.receive([Link("http://a.test/p?id=1"), Link("http://a.test/p?id=1&utm_source=x"),
+                     Link("http://a.test/p?sid=77&id=1"), Link("http://a.test/p;jsessionid=Q?id=1"),
+                     Link("http://a.test/p?id=2")])
+    assert new == 2 and f.counters["frontier/duplicates"] == 3
+
+
+def test_filters_length_blacklist_depth_and_host_cap():
+    f = frontier(url_max_length=40, url_blacklist=[r"/logout", r"\.pdf$"], crawl_max_depth=2,
+                 crawl_max_host_pages=2)
+    new = f.receive([Link("http://a.test/" + "x" * 40), Link("http://a.test/logout"),
+                     Link("http://a.test/f.pdf"), Link("http://a.test/deep", depth=3)]
+                    + [Link(f"http://a.test/{i}") for i in range(4)])
+    assert new == 4 and f.counters["frontier/filtered"] == 3
+    assert f.counters["frontier/too_deep"] == 1
+    answer(f, f.next_jobs(0), status=404)
+    taken = [j for seq in range(1, 6) for j in f.next_jobs(seq)]
+    assert len(taken) == 2 and f.counters["frontier/host_cap"] == 2
+
+
+def test_a_429_puts_the_url_back_and_its_final_answer_is_committed():
+    f = frontier(politeness_retries=1)
+    f.receive([Link("http://a.test/busy")])
+    answer(f, f.next_jobs(0), status=404)
+    (job,) = f.next_jobs(1)
+    assert answer(f, [job], status=429, retry_after=0.0) == [False]
+    (again,) = f.next_jobs(2, now=time.monotonic() + 1)
+    assert again.url == job.url
+    assert answer(f, [again], status=429) == [True]  # retries used up: commit the 429
+    assert f.retries == {}
+
+
+def test_strip_params_keeps_everything_else():
+    pat = re.compile(TRACKING_PARAMS, re.I)
+    assert strip_params("http://a.test/x?b=2&a=1", pat) == "http://a.test/x?b=2&a=1"
+    assert strip_params("http://a.test/x?UTM_Medium=e", pat) == "http://a.test/x"
+    assert strip_params("http://a.test/x;v=1;sessionid=9", pat) == "http://a.test/x;v=1"
+    assert strip_params("http://a.test/x?page=2&q=s", pat) == "http://a.test/x?page=2&q=s"
+    assert strip_params("http://a.test/x?utm_a=1", None) == "http://a.test/x?utm_a=1"
