@@ -192,10 +192,11 @@ class Crawl:
                 for result in sched.results:
                     if result is not DEFERRED:
                         self._commit(result, links)
-            for result in self.window.late:
-                self._commit(result, links)
-            self.counters["window/late"] += len(self.window.late)
-            self.window.late.clear()
+        self._collect(0.05 if draining and self.window.deferred else None)
+        for result in self.window.late:  # stragglers deferred earlier, committed once
+            self._commit(result, links)
+        self.counters["window/late"] += len(self.window.late)
+        self.window.late.clear()
         if not draining:
             jobs = self.frontier.next_jobs(self.window.next_seq)
             self.window.open(jobs, time.time())
@@ -204,26 +205,27 @@ class Crawl:
                 time.sleep(IDLE_SLEEP)  # every host with URLs is resting: do not spin
         return links
 
+    def _collect(self, timeout: float | None = None) -> None:
+        """Deliver every finished result to the window (waiting up to ``timeout`` s for
+        the first one; None: do not wait)."""
+        result = self.fetcher.get(timeout)
+        while result is not None:
+            self.window.deliver(result.job.seq, result.job.index, result)
+            result = self.fetcher.get()
+
     def _wait_for(self, seq: int, draining: bool) -> None:
         """Deliver results to the window until schedule ``seq`` is acknowledged, or defer
         its stragglers after ``window_straggler_timeout`` (not while draining)."""
         t0 = time.monotonic()
         timeout = self.settings.window_straggler_timeout
-        while True:
-            result = self.fetcher.get()
-            while result is not None:
-                self.window.deliver(result.job.seq, result.job.index, result)
-                result = self.fetcher.get()
-            if self.window.acknowledged(seq):
-                break
+        self._collect()
+        while not self.window.acknowledged(seq):
             if not self.fetcher.alive():
                 raise RuntimeError("the robots thread died; see its traceback above")
             if timeout and not draining and time.monotonic() - t0 >= timeout:
                 self.counters["window/deferred"] += self.window.defer(seq)
                 break
-            result = self.fetcher.get(timeout=0.05)
-            if result is not None:
-                self.window.deliver(result.job.seq, result.job.index, result)
+            self._collect(0.05)
         self.wait_s += time.monotonic() - t0
 
     def _commit(self, result: FetchResult, links: list[Link]) -> None:
@@ -250,7 +252,8 @@ class Crawl:
         self.store.commit(result, fps[0], redirect, fps[1:], terms)
 
     def _counters(self, urls_out: int, start: float) -> np.ndarray:
-        unreleased = sum(len(s.jobs) for s in self.window.outstanding.values())
+        unreleased = (sum(len(s.jobs) for s in self.window.outstanding.values())
+                      + len(self.window.deferred))  # a deferred job is still to commit
         limit = self.settings.crawl_max_seconds
         timeout = self.rank == 0 and limit and time.monotonic() - start >= limit
         st = self.store
@@ -276,7 +279,10 @@ class Crawl:
         row[()] = (self.rank, superstep, time.monotonic() - start, st.docs, st.pages_ok,
                    st.errors, st.bytes, len(self.frontier), self.window.in_flight(),
                    len(self.frontier.seen), urls_in, urls_out, new,
-                   c["frontier/duplicates"], c["frontier/robots_denied"], self.wait_s)
+                   c["frontier/duplicates"], c["frontier/robots_denied"],
+                   c["frontier/filtered"] + c["frontier/host_cap"] + c["frontier/too_deep"]
+                   + c["frontier/too_many_hops"], c["fetch/retried"],
+                   self.counters["window/deferred"], self.counters["window/late"], self.wait_s)
         self.store.add_stats(row)
 
     def _on_signal(self, signum: int, frame: object) -> None:

@@ -177,3 +177,25 @@ def test_retry_after_forms_and_backoff():
     assert backoff(1, None, 300) == 5 and backoff(3, None, 300) == 20
     assert backoff(1, 1000.0, 300) == 300
     assert rest(1.0, 2.0, 0.8) == 1.6 and rest(1.0, 0.0, 5.0) == 1.0
+
+
+def _slow_page(handler):
+    __import__("time").sleep(2.0)
+    body = b"<html><body>late but here</body></html>"
+    handler.send_response(200)
+    handler.send_header("Content-Type", "text/html")
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    handler.wfile.write(body)
+
+
+@pytest.mark.parametrize("site", [{**ROBOTS_404, "/": [page("/slow", "/a", "/b")],
+                                   "/slow": [_slow_page], "/a": [page()], "/b": [page()]}],
+                         indirect=True)
+def test_a_straggler_is_deferred_then_committed_once(site, tmp_path):
+    with crawl_here(tmp_path, [site.url + "/"], window_straggler_timeout=0.3,
+                    fetch_robots=2) as f:
+        got = urls_of(f)
+        stats = f["stats"][:]
+    assert got == {site.url + p: 200 for p in ("/", "/slow", "/a", "/b")}
+    assert stats["deferred"][-1] >= 1 and stats["late"][-1] == stats["deferred"][-1]
