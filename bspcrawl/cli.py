@@ -14,12 +14,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
 
 from bspcrawl import __version__
 from bspcrawl import settings as settings_mod
 from bspcrawl.index.output import OutputError, prepare
+from bspcrawl.settings import Settings
 
 EXIT_USAGE = 2
 
@@ -85,33 +87,81 @@ def cmd_run(args: argparse.Namespace) -> None:
     s = settings_mod.from_args(args)
     if not s.seeds or not s.out:
         raise UsageError("run needs --seeds FILE and --out DIR")
+
+    def setup() -> tuple[Settings, list[str], None]:
+        seeds = read_seeds(s.seeds)
+        prepare(Path(s.out), s.overwrite)
+        return s, seeds, None
+
+    _crawl(args, Path(s.out), setup)
+
+
+def cmd_resume(args: argparse.Namespace) -> None:
+    """``bspcrawl resume DIR``: continue a crawl from its last complete checkpoint, on
+    however many ranks this is started with; options given override the stored ones."""
+    from bspcrawl import checkpoint
+    from bspcrawl.index.store import rank_path, split_rank_file
+
+    out = Path(args.dir)
+
+    def setup() -> tuple[Settings, list[str], tuple[int, int]]:
+        if not out.is_dir():
+            raise UsageError(f"{out} is not a directory")
+        record = checkpoint.latest(out)
+        superstep, _ = checkpoint.read_all(out, record)  # every file readable, or the error
+        s = settings_mod.from_args(args, base=record["settings"])
+        joined = [r for r in range(record["ranks"]) if rank_path(out, r).exists()]
+        if joined and superstep != record["superstep"]:
+            raise UsageError(f"the crawl in {out} joined its files at checkpoint "
+                             f"{record['superstep']}, whose state is damaged; cannot resume")
+        for r in joined:  # the crawl stopped and joined its files: back to segments
+            split_rank_file(out, r, superstep)
+        for name in ("crawl.h5", "stop"):
+            (out / name).unlink(missing_ok=True)
+        return s, record["seeds"], (superstep, record["ranks"])
+
+    _crawl(args, out, setup)
+
+
+def _crawl(args: argparse.Namespace, out: Path,
+           setup: Callable[[], tuple[Settings, list[str], tuple[int, int] | None]]) -> None:
+    """Rank 0 runs ``setup`` (checks, seeds, settings, the checkpoint to resume); every
+    rank crawls; rank 0 joins the files and reports."""
     from mpi4py import MPI
 
+    from bspcrawl import checkpoint
     from bspcrawl.index.output import join
     from bspcrawl.progress import Progress
-    from bspcrawl.superstep import Crawl, wait
+    from bspcrawl.superstep import Crawl, Resume, wait
 
     comm = MPI.COMM_WORLD
-    error, seeds = None, None
+    error, plan = None, None
     if comm.Get_rank() == 0:
         try:
-            seeds = read_seeds(s.seeds)
-            prepare(Path(s.out), s.overwrite)
-        except (UsageError, OutputError) as e:
+            plan = setup()
+        except (UsageError, OutputError, checkpoint.CheckpointError,
+                settings_mod.SettingsError) as e:
             error = str(e)
-    error, seeds = comm.bcast((error, seeds), root=0)
+    error, plan = comm.bcast((error, plan), root=0)
     if error:
         fail(error)
+    s, seeds, at = plan
     try:
+        resume = None
+        if at is not None:
+            superstep, ranks = at
+            wanted = [comm.Get_rank()] if ranks == comm.Get_size() else range(ranks)
+            states = [checkpoint.read(out, r, superstep) if r in wanted else ({}, {})
+                      for r in range(ranks)]
+            resume = Resume(superstep, states)
         progress = Progress(args.progress, s.log_interval) if comm.Get_rank() == 0 else None
-        crawl = Crawl(comm, s, Path(s.out), seeds, progress)
-        outcome = crawl.run()
+        outcome = Crawl(comm, s, out, seeds, progress, resume).run()
         wait([comm.Ibarrier()])
         if comm.Get_rank() == 0:
             summary = {"supersteps": outcome.supersteps, "urls_seen": outcome.seen,
                        "wall_s": outcome.wall_s, "stopped": outcome.stopped,
                        "seeds": "\n".join(seeds)}
-            path = join(Path(s.out), comm.Get_size(), summary)
+            path = join(out, comm.Get_size(), summary)
             if progress:
                 progress.update(outcome.supersteps, {
                     "pages": outcome.pages, "frontier": outcome.frontier, "unreleased": 0,
@@ -127,6 +177,18 @@ def cmd_run(args: argparse.Namespace) -> None:
             traceback.print_exc()
             comm.Abort(1)
         raise
+
+
+def cmd_stop(args: argparse.Namespace) -> None:
+    """``bspcrawl stop DIR``: ask a running crawl to stop at its next superstep (with a
+    checkpoint, so that ``bspcrawl resume DIR`` continues it)."""
+    from bspcrawl.superstep import STOP_FILE
+
+    out = Path(args.dir)
+    if not (out / "segments").is_dir():
+        raise UsageError(f"{out} holds no running crawl")
+    (out / STOP_FILE).touch()
+    print(f"bspcrawl: asked the crawl in {out} to stop", file=sys.stderr)
 
 
 def cmd_inspect(args: argparse.Namespace) -> None:
@@ -200,6 +262,18 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--progress", choices=("auto", "bar", "log", "none"), default="auto",
                      help="progress display (auto: a live line on a terminal, else log lines)")
     run.set_defaults(func=cmd_run)
+
+    res = sub.add_parser("resume", help="continue a crawl from its last complete checkpoint",
+                         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    res.add_argument("dir", help="the crawl's output directory")
+    settings_mod.add_arguments(res)
+    res.add_argument("--progress", choices=("auto", "bar", "log", "none"), default="auto",
+                     help="progress display")
+    res.set_defaults(func=cmd_resume)
+
+    stop = sub.add_parser("stop", help="stop a running crawl at its next superstep")
+    stop.add_argument("dir", help="the crawl's output directory")
+    stop.set_defaults(func=cmd_stop)
 
     ins = sub.add_parser("inspect", help="summarise a finished crawl")
     ins.add_argument("dir", help="the crawl's output directory")

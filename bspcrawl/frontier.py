@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bspcrawl.cbt import CBT
-from bspcrawl.partition import Link
+from bspcrawl.partition import Link, host_owner, owner
 from bspcrawl.robots.fetcher import FetchJob, FetchResult
 from bspcrawl.robots.politeness import RETRY_STATUSES, backoff, rest
 from bspcrawl.robots.robotstxt import RobotsRules
@@ -46,6 +46,7 @@ class Host:
     """Per-host scheduling state (all hosts a rank owns)."""
 
     rules: RobotsRules | None = None
+    robots_txt: bytes = b""  # what the rules were parsed from (kept for checkpoints)
     rules_until: float = 0.0  # monotonic time the rules expire
     robots_failures: int = 0
     delay: float = 0.0  # max(min host delay, Crawl-delay)
@@ -55,6 +56,10 @@ class Host:
     robots_in_flight: bool = False
     pending: deque[int] = field(default_factory=deque)
     queued: bool = False  # in Frontier.active or Frontier.resting
+
+
+ALLOW_ALL = b""  # an empty robots.txt allows everything (RFC 9309 2.2.2)
+DISALLOW_ALL = b"User-agent: *\nDisallow: /\n"
 
 
 def robots_url(url: str) -> str:
@@ -246,8 +251,7 @@ class Frontier:
         if 200 <= result.status < 500 or result.error == "redirects":
             # more than five redirects: "unavailable", like a 4xx (RFC 9309 2.3.1.2)
             host.robots_failures = 0
-            host.rules = (RobotsRules.parse(result.body, s.agent_token)
-                          if 200 <= result.status < 300 else RobotsRules.allow_all())
+            body = result.body if 200 <= result.status < 300 else ALLOW_ALL
         else:
             self.counters["robots/errors"] += 1
             host.robots_failures += 1
@@ -255,7 +259,69 @@ class Frontier:
                 host.ready_at = now + backoff(host.robots_failures, result.retry_after,
                                               s.politeness_max_backoff)
                 return
-            host.rules = RobotsRules.disallow_all()
-        host.rules_until = now + s.robots_ttl
+            body = DISALLOW_ALL
+        self._set_rules(host, body, now + s.robots_ttl)
+
+    def _set_rules(self, host: Host, robots_txt: bytes, until: float) -> None:
+        """Give a host the rules of a robots.txt body, and the delay they imply."""
+        s = self.settings
+        host.robots_txt, host.rules_until = robots_txt, until
+        host.rules = RobotsRules.parse(robots_txt, s.agent_token)
         crawl_delay = min(host.rules.crawl_delay or 0.0, s.politeness_max_crawl_delay)
         host.delay = max(s.politeness_min_host_delay, crawl_delay)
+
+    def snapshot(self, unfinished: list[FetchJob]) -> dict[str, np.ndarray]:
+        """The frontier's state as arrays, for a checkpoint. ``unfinished`` (scheduled,
+        not committed) page jobs are saved as URLs to fetch again."""
+        now = time.monotonic()
+        ids, prios = self.cbt.peek(len(self.cbt))
+        queued = [self.links[fp] for fp in ids.tolist()]
+        queued += [self.links[fp] for h in self.hosts.values() for fp in h.pending]
+        queued += [Link(j.url, j.depth, j.hops) for j in unfinished if not j.robots]
+        hosts = list(self.hosts.items())
+        known = [h.rules is not None for _, h in hosts]
+        return {
+            "seen": np.fromiter(self.seen, np.int64, len(self.seen)),
+            "url": np.array([x.url for x in queued], dtype=object),
+            "depth": np.array([x.depth for x in queued], dtype=np.int16),
+            "hops": np.array([x.hops for x in queued], dtype=np.int16),
+            "retry_fp": np.fromiter(self.retries, np.int64, len(self.retries)),
+            "retry_n": np.fromiter(self.retries.values(), np.int64, len(self.retries)),
+            "host": np.array([k for k, _ in hosts], dtype=object),
+            "robots_txt": np.array([h.robots_txt if k else b"" for (_, h), k
+                                    in zip(hosts, known, strict=True)], dtype=object),
+            "robots_known": np.array(known, dtype=bool),
+            "robots_left": np.array([h.rules_until - now for _, h in hosts]),
+            "robots_failures": np.array([h.robots_failures for _, h in hosts], np.int32),
+            "ready_left": np.array([max(0.0, h.ready_at - now) for _, h in hosts]),
+            "taken": np.array([h.taken for _, h in hosts], dtype=np.int64),
+        }
+
+    def restore(self, states: list[dict[str, np.ndarray]], rank: int, size: int) -> None:
+        """Rebuild from checkpoint states (one per rank of the crawl that wrote them),
+        keeping the hosts and URLs ``rank`` owns among ``size`` ranks. With several states
+        (P changed) the seen set is their union: fingerprints carry no host, and a URL is
+        only ever checked by its owner, so the foreign ones cost memory only."""
+        now = time.monotonic()
+        for st in states:
+            self.seen.update(st["seen"].tolist())
+            for fp, n in zip(st["retry_fp"].tolist(), st["retry_n"].tolist(), strict=True):
+                self.retries[fp] = n
+            for i, key in enumerate(st["host"].astype(str).tolist()):
+                if host_owner(key, size) != rank:
+                    continue
+                host = self.hosts[key] = Host(taken=int(st["taken"][i]),
+                                              robots_failures=int(st["robots_failures"][i]),
+                                              ready_at=now + float(st["ready_left"][i]))
+                if st["robots_known"][i]:
+                    self._set_rules(host, bytes(st["robots_txt"][i]),
+                                    now + float(st["robots_left"][i]))
+            links = [Link(u, int(d), int(h)) for u, d, h in zip(
+                st["url"].astype(str).tolist(), st["depth"].tolist(), st["hops"].tolist(),
+                strict=True) if owner(u, size) == rank]
+            fps = self.fingerprints([x.url for x in links]).tolist()
+            new = {fp: x for fp, x in zip(fps, links, strict=True) if fp not in self.links}
+            self.links.update(new)
+            if new:
+                self.cbt.insert_many(np.fromiter(new, np.int64, len(new)),
+                                     np.array([-float(x.depth) for x in new.values()]))

@@ -28,7 +28,12 @@ class Link:
 
 def owner(url: str, size: int) -> int:
     """The rank (0..size-1) that owns ``url``'s host."""
-    return host_hash(host_key(url)) % size if size > 1 else 0
+    return host_owner(host_key(url), size)
+
+
+def host_owner(key: str, size: int) -> int:
+    """The rank (0..size-1) that owns the host ``key`` ("host:port")."""
+    return host_hash(key) % size if size > 1 else 0
 
 
 def bucket(links: list[Link], size: int) -> list[list[Link]]:

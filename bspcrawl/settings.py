@@ -80,7 +80,9 @@ class Settings:
     crawl_max_seconds: float = _opt(0.0, "stop after this wall time (0: no limit)", "s")
     crawl_max_depth: int = _opt(0, "ignore links deeper than this from a seed (0: no limit)")
 
-    index_flush_pages: int = _opt(2000, "pages buffered before an HDF5 append")
+    index_flush_pages: int = _opt(2000, "pages buffered before an index segment is written")
+    checkpoint_every: int = _opt(1000, "checkpoint every this many supersteps (0: only when "
+                                 "the crawl stops)")
     log_interval: float = _opt(2.0, "seconds between progress lines", "s")
 
     def validate(self) -> Settings:
@@ -92,7 +94,8 @@ class Settings:
                         "politeness_response_factor", "politeness_max_crawl_delay",
                         "politeness_retries", "politeness_max_backoff", "robots_ttl",
                         "robots_retries", "window_straggler_timeout", "crawl_max_pages",
-                        "crawl_max_host_pages", "crawl_max_seconds", "crawl_max_depth")
+                        "crawl_max_host_pages", "crawl_max_seconds", "crawl_max_depth",
+                        "checkpoint_every")
         for name in positive:
             if not getattr(self, name) > 0:
                 raise SettingsError(f"{_flag(name)} must be > 0, got {getattr(self, name)}")
@@ -162,9 +165,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                                 metavar=f.name.split("_")[-1].upper(), help=help_)
 
 
-def from_args(args: argparse.Namespace) -> Settings:
-    """Build and validate Settings from defaults, then ``--config``, then the options."""
-    values: dict[str, Any] = {}
+def from_args(args: argparse.Namespace, base: dict[str, Any] | None = None) -> Settings:
+    """Build and validate Settings from defaults (or ``base``, a resumed crawl's stored
+    settings), then ``--config``, then the options given."""
+    values: dict[str, Any] = dict(base or {})
     if getattr(args, "config", None):
         values.update(load_toml(Path(args.config)))
     for f in fields(Settings):

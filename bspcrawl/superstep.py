@@ -25,6 +25,7 @@ the robots and the other ranks (DESIGN.md, "Known pitfalls").
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from dataclasses import dataclass
@@ -33,11 +34,12 @@ from pathlib import Path
 import numpy as np
 from mpi4py import MPI
 
+from bspcrawl import checkpoint
 from bspcrawl.frontier import Frontier
 from bspcrawl.index.store import STATS_DTYPE, RankStore
 from bspcrawl.index.terms import term_counts
 from bspcrawl.index.window import DEFERRED, Window
-from bspcrawl.partition import Link, bucket, pack, unpack
+from bspcrawl.partition import Link, bucket, owner, pack, unpack
 from bspcrawl.progress import Progress
 from bspcrawl.robots.fetcher import Fetcher, FetchResult
 from bspcrawl.robots.links import LinkCache, parse_html
@@ -46,6 +48,7 @@ from bspcrawl.settings import Settings
 from bspcrawl.urls import resolve
 
 POLL_MIN, POLL_MAX = 20e-6, 1e-3  # backoff between Test() calls on a pending collective, s
+STOP_FILE = "stop"  # ``bspcrawl stop DIR`` creates DIR/stop: stop at the next superstep
 IDLE_SLEEP = 0.005  # s, a superstep's pause when all of a rank's hosts are resting
 
 # The counters every rank contributes to the global sum at sync, in this order.
@@ -122,34 +125,72 @@ class Outcome:
     stopped: str
 
 
+@dataclass
+class Resume:
+    """The complete checkpoint a crawl continues from: its superstep and every rank's
+    state (arrays, attributes) as written by the crawl that stopped."""
+
+    superstep: int
+    states: list[tuple[dict[str, np.ndarray], dict]]
+
+
 class Crawl:
     """One rank's scheduler: frontier, window, robots and index, driven superstep by step."""
 
     def __init__(self, comm: MPI.Comm, settings: Settings, out: Path, seeds: list[str],
-                 progress: Progress | None = None) -> None:
+                 progress: Progress | None = None, resume: Resume | None = None) -> None:
         self.comm, self.rank, self.size = comm, comm.Get_rank(), comm.Get_size()
-        self.settings = settings
+        self.settings, self.out, self.seeds = settings, out, seeds
         self.frontier = Frontier(settings)
         self.window = Window(settings.fetch_robots)
+        at = resume.superstep if resume else None
         self.store = RankStore(out, self.rank, self.size, settings.to_dict(),
-                               settings.index_flush_pages)
+                               settings.index_flush_pages, resume_at=at)
+        self.orphans: list[RankStore] = []  # rank files of a larger P, closed by rank 0
         self.cache = LinkCache()
         self.inbox = bucket([Link(u) for u in seeds], self.size)[self.rank]
         self.progress = progress
         self.counters = {"window/deferred": 0, "window/late": 0}
+        self.superstep = 0
+        self.last_checkpoint: int | None = None
         self.stop_requested = ""
         self.wait_s = 0.0
+        if resume:
+            self._restore(resume)
+
+    def _restore(self, resume: Resume) -> None:
+        """Continue from a checkpoint; with another P, take this rank's share of them all."""
+        same = len(resume.states) == self.size
+        mine = [resume.states[self.rank]] if same else resume.states
+        arrays = [a for a, _ in mine]
+        self.frontier.restore(arrays, self.rank, self.size)
+        self.inbox = [Link(u, int(d), int(h)) for a in arrays for u, d, h in zip(
+            a["inbox_url"].astype(str).tolist(), a["inbox_depth"].tolist(),
+            a["inbox_hops"].tolist(), strict=True) if owner(u, self.size) == self.rank]
+        self.window = Window(self.settings.fetch_robots,
+                             max(attrs["next_seq"] for _, attrs in mine))
+        if same:
+            self.frontier.counters.update(mine[0][1]["frontier"])
+            self.counters.update(mine[0][1]["crawl"])
+        if self.rank == 0:
+            self.orphans = [RankStore(self.out, r, self.size, self.settings.to_dict(), 1,
+                                      resume_at=resume.superstep)
+                            for r in range(self.size, len(resume.states))]
+        self.superstep = self.last_checkpoint = resume.superstep
+        self.superstep += 1
 
     def run(self) -> Outcome:
-        """Crawl until every frontier is empty and nothing is in flight, or a limit."""
+        """Crawl until every frontier is empty and nothing is in flight, or a limit;
+        checkpoint every ``checkpoint_every`` supersteps and at the end."""
         s = self.settings
         start = time.monotonic()
         self.fetcher = Fetcher(s)
         old = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT,
                                                                   signal.SIGTERM)}
-        stopping, superstep, stopped = "", 0, "done"
+        stopping, stopped = "", ""
         try:
-            while True:
+            while not stopped:
+                k = self.superstep
                 self.wait_s = 0.0
                 urls_in = len(self.inbox)
                 new = self.frontier.receive(self.inbox)                   # receive_messages
@@ -159,28 +200,58 @@ class Crawl:
                 self.inbox, totals = exchange(self.comm, bucket(links, self.size), local)
                 self.wait_s += time.monotonic() - t0
                 g = dict(zip(GLOBAL, totals.tolist(), strict=True))
-                self._record(superstep, start, urls_in, len(links), new)
+                self._record(k, start, urls_in, len(links), new)
                 if self.progress:
-                    self.progress.update(superstep, g)
-                superstep += 1
+                    self.progress.update(k, g)
                 if g["frontier"] == 0 and g["unreleased"] == 0 and g["urls_out"] == 0:
                     stopped = stopping or "done"
-                    break
-                if stopping and g["unreleased"] == 0:
+                elif stopping and g["unreleased"] == 0:
                     stopped = stopping
-                    break
-                if not stopping:
+                elif not stopping:
                     stopping = self._limit(g)
-        except BaseException:
-            self.store.close(complete=False)
-            raise
+                if stopped or (s.checkpoint_every and k % s.checkpoint_every == 0):
+                    self._checkpoint(k)
+                elif self.store.buffered >= s.index_flush_pages:
+                    self.store.seal(k)
+                self.superstep += 1
         finally:
             for sig, handler in old.items():
                 signal.signal(sig, handler)
             self.fetcher.close()
-        self.store.close(complete=True)
-        return Outcome(superstep, g["pages"], g["pages_ok"], g["errors"], g["bytes"],
+        self.store.close(k)
+        for orphan in self.orphans:
+            orphan.close(k)
+        return Outcome(self.superstep, g["pages"], g["pages_ok"], g["errors"], g["bytes"],
                        g["seen"], g["frontier"], time.monotonic() - start, stopped)
+
+    def _checkpoint(self, k: int) -> None:
+        """Seal the index segment of superstep ``k`` and write this rank's state; rank 0
+        marks the checkpoint complete once every rank has written it."""
+        self._fault(k, "before")
+        self.store.seal(k)
+        unfinished = [j for sched in self.window.outstanding.values() for j in sched.jobs]
+        arrays = self.frontier.snapshot(unfinished + list(self.window.deferred.values()))
+        arrays.update(inbox_url=np.array([x.url for x in self.inbox], dtype=object),
+                      inbox_depth=np.array([x.depth for x in self.inbox], dtype=np.int16),
+                      inbox_hops=np.array([x.hops for x in self.inbox], dtype=np.int16))
+        checkpoint.write(self.out, self.rank, k, arrays, {
+            "next_seq": self.window.next_seq, "frontier": self.frontier.counters,
+            "crawl": self.counters})
+        self._fault(k, "during")
+        wait([self.comm.Ibarrier()])
+        if self.rank == 0:
+            checkpoint.mark_complete(self.out, k, self.size, {
+                "settings": self.settings.to_dict(), "seeds": self.seeds})
+        wait([self.comm.Ibarrier()])
+        checkpoint.prune(self.out, self.rank, {k, self.last_checkpoint})
+        self.last_checkpoint = k
+        self._fault(k, "after")
+
+    def _fault(self, k: int, point: str) -> None:
+        """Fault injection for the tests: BSPCRAWL_FAULT=rank:superstep:point (point:
+        before, during or after a checkpoint) kills this process there with SIGKILL."""
+        if os.environ.get("BSPCRAWL_FAULT") == f"{self.rank}:{k}:{point}":
+            os.kill(os.getpid(), signal.SIGKILL)
 
     def step(self, draining: bool) -> list[Link]:
         """run: commit what the window releases, then open this superstep's schedule."""
@@ -252,8 +323,12 @@ class Crawl:
         self.store.commit(result, fps[0], redirect, fps[1:], terms)
 
     def _counters(self, urls_out: int, start: float) -> np.ndarray:
-        unreleased = (sum(len(s.jobs) for s in self.window.outstanding.values())
-                      + len(self.window.deferred))  # a deferred job is still to commit
+        if self.rank == 0 and (self.out / STOP_FILE).exists():
+            self.stop_requested = self.stop_requested or "stop file"
+        # page jobs not committed yet (a deferred one too); a robots.txt job is not a page,
+        # and while one is out its host's URLs wait in the frontier
+        unreleased = sum(not j.robots for s in self.window.outstanding.values()
+                         for j in s.jobs) + len(self.window.deferred)
         limit = self.settings.crawl_max_seconds
         timeout = self.rank == 0 and limit and time.monotonic() - start >= limit
         st = self.store

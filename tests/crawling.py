@@ -48,7 +48,8 @@ def serve(pages: int, hosts: int, seed: int = 1, latency: str | None = None,
         proc.wait(timeout=10)
 
 
-def crawl(ranks: int, seeds: list[str], out: Path, *options: str) -> subprocess.CompletedProcess:
+def crawl(ranks: int, seeds: list[str], out: Path, *options: str,
+          env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run ``bspcrawl run`` on ``ranks`` ranks (P = 1 without mpiexec) into ``out``."""
     seed_file = out.parent / f"{out.name}-seeds.txt"
     seed_file.write_text("\n".join(seeds) + "\n")
@@ -56,7 +57,7 @@ def crawl(ranks: int, seeds: list[str], out: Path, *options: str) -> subprocess.
            *UNPACED, "--allow-net", "127.0.0.0/8", "--progress", "none", *options]
     if ranks > 1:
         run = [MPIEXEC, "-n", str(ranks), PY, "-m", "mpi4py", *run[1:]]
-    return subprocess.run(run, env=ENV, capture_output=True, text=True, timeout=300)
+    return subprocess.run(run, env=env or ENV, capture_output=True, text=True, timeout=300)
 
 
 def fetched(out: Path) -> list[tuple[str, int]]:

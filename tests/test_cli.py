@@ -86,9 +86,9 @@ def test_an_earlier_crawl_is_never_overwritten_without_overwrite(tmp_path):
     out = tmp_path / "out"
     with serve(pages=120, hosts=4) as web:
         assert crawl(1, web.seeds(), out).returncode == 0
-        before = {p.name: p.read_bytes() for p in out.iterdir()}
+        before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
         again = crawl(2, web.seeds(), out)
         assert_one_line_error(again, "--overwrite")
-        assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+        assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
         assert crawl(2, web.seeds(), out, "--overwrite").returncode == 0
     assert (out / "rank-0001.h5").exists()

@@ -6,7 +6,7 @@ import h5py
 import numpy as np
 
 from bspcrawl.index.output import join
-from bspcrawl.index.store import PAGE_FIELDS, STATS_DTYPE, RankStore
+from bspcrawl.index.store import PAGE_FIELDS, STATS_DTYPE, RankStore, split_rank_file
 from bspcrawl.robots.fetcher import FetchJob, FetchResult
 
 
@@ -30,12 +30,15 @@ def test_pages_links_and_inverted_index_round_trip(tmp_path):
     expect_links = []
     for res, terms, links in fake_pages(50, rng):
         doc = store.commit(res, url_fp=doc_fp(res), redirect="", link_fps=links, terms=terms)
+        if doc % 7 == 6:
+            store.seal(superstep=doc)  # several segments
         for t, tf in terms.items():
             expect_post.setdefault(t, []).append((doc, tf))
         expect_links.append(links)
     row = np.zeros((), STATS_DTYPE)
     store.add_stats(row)
-    store.close()
+    store.close(superstep=100)
+    assert not (tmp_path / "segments" / "rank-0000").exists()
     with h5py.File(tmp_path / "rank-0000.h5") as f:
         assert f.attrs["complete"] and f.attrs["ranks"] == 1
         assert set(f["pages"]) == set(PAGE_FIELDS)
@@ -65,7 +68,7 @@ def test_joined_file_concatenates_ranks(tmp_path):
         for res, terms, links in fake_pages(n, rng):
             store.commit(res, 0, "", links, terms)
         store.add_stats(np.zeros((), STATS_DTYPE))
-        store.close()
+        store.close(superstep=1)
     join(tmp_path, 3, {"supersteps": 1, "urls_seen": 8, "wall_s": 0.5, "stopped": "done"})
     with h5py.File(tmp_path / "crawl.h5") as f:
         assert f["pages/url"].shape == (8,)
@@ -74,3 +77,44 @@ def test_joined_file_concatenates_ranks(tmp_path):
         assert f["stats"].shape == (3,)
         assert f["ranks/0002/pages/url"].shape == (3,)
         assert f.attrs["stopped"] == "done"
+
+
+def test_resume_drops_segments_after_the_checkpoint_and_continues_doc_ids(tmp_path):
+    rng = random.Random(3)
+    pages = list(fake_pages(30, rng))
+    store = RankStore(tmp_path, 0, 1, {}, flush_pages=100)
+    for i, (res, terms, links) in enumerate(pages[:20]):
+        store.commit(res, 0, "", links, terms)
+        if i in (9, 19):
+            store.seal(superstep=i)  # checkpoint at 9; 10..19 are sealed after it
+    resumed = RankStore(tmp_path, 0, 1, {}, flush_pages=100, resume_at=9)
+    assert resumed.docs == 10
+    for res, terms, links in pages[10:]:
+        resumed.commit(res, 0, "", links, terms)
+    resumed.close(superstep=40)
+    whole = RankStore(tmp_path / "whole", 0, 1, {}, flush_pages=100)
+    for res, terms, links in pages:
+        whole.commit(res, 0, "", links, terms)
+    whole.close(superstep=40)
+    with h5py.File(tmp_path / "rank-0000.h5") as a, \
+            h5py.File(tmp_path / "whole" / "rank-0000.h5") as b:
+        for name in ("pages/url", "pages/doc_id", "links/offsets", "links/targets",
+                     "index/terms", "index/offsets", "index/docs", "index/tf"):
+            assert np.array_equal(a[name][:], b[name][:]), name
+
+
+def test_a_joined_rank_file_splits_back_into_a_segment(tmp_path):
+    rng = random.Random(5)
+    store = RankStore(tmp_path, 0, 1, {}, flush_pages=100)
+    for res, terms, links in fake_pages(12, rng):
+        store.commit(res, 0, "", links, terms)
+    store.close(superstep=4)
+    with h5py.File(tmp_path / "rank-0000.h5") as f:
+        before = {n: f[n][:] for n in ("pages/url", "index/terms", "index/docs", "index/tf")}
+    split_rank_file(tmp_path, 0, 4)
+    again = RankStore(tmp_path, 0, 1, {}, flush_pages=100, resume_at=4)
+    assert again.docs == 12
+    again.close(superstep=4)
+    with h5py.File(tmp_path / "rank-0000.h5") as f:
+        for name, values in before.items():
+            assert np.array_equal(f[name][:], values), name

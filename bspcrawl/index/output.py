@@ -14,6 +14,7 @@ crawl's global summary. ``h5py.File("DIR/crawl.h5")`` therefore shows the whole 
 
 from __future__ import annotations
 
+import contextlib
 import re
 import shutil
 import time
@@ -26,7 +27,7 @@ from bspcrawl import __version__
 from bspcrawl.index.store import PAGE_FIELDS, STATS_DTYPE, rank_path
 
 CRAWL_FILE = "crawl.h5"
-_OURS = re.compile(r"(crawl|rank-\d{4})\.h5")
+_OURS = re.compile(r"(crawl|rank-\d{4})\.h5|segments|checkpoint|stop")
 
 
 class OutputError(Exception):
@@ -47,7 +48,8 @@ def prepare(out: Path, overwrite: bool) -> None:
             raise OutputError(f"output directory {out} holds an earlier crawl; "
                               "pass --overwrite to replace it")
         for name in names:
-            (out / name).unlink()
+            path = out / name
+            shutil.rmtree(path) if path.is_dir() else path.unlink()
     try:
         out.mkdir(parents=True, exist_ok=True)
         probe = out / ".bspcrawl-write-test"
@@ -58,7 +60,9 @@ def prepare(out: Path, overwrite: bool) -> None:
 
 
 def join(out: Path, ranks: int, summary: dict) -> Path:
-    """Write ``out/crawl.h5`` joining the ``ranks`` rank files; returns its path."""
+    """Write ``out/crawl.h5`` joining the rank files (``ranks`` of them, or more when a
+    crawl was resumed with fewer ranks); returns its path."""
+    ranks = max(ranks, len(list(out.glob("rank-[0-9][0-9][0-9][0-9].h5"))))
     files = [h5py.File(rank_path(out, r), "r") for r in range(ranks)]
     try:
         sizes = [f["pages/url"].shape[0] for f in files]
@@ -78,6 +82,8 @@ def join(out: Path, ranks: int, summary: dict) -> Path:
         for f in files:
             f.close()
     shutil.move(tmp, out / CRAWL_FILE)
+    with contextlib.suppress(OSError):  # every rank has joined its segments by now
+        (out / "segments").rmdir()
     return out / CRAWL_FILE
 
 

@@ -1,14 +1,23 @@
 """One rank's HDF5 index: pages, link graph (CSR), inverted index and per-superstep stats.
 
-The file ``DIR/rank-NNNN.h5`` is owned by the scheduler thread alone (h5py is not
-thread-safe). Pages arrive through :meth:`RankStore.commit` in commit order, which is the
-sequence window's schedule order, and get dense doc ids 0, 1, 2, ... in that order.
+Everything here is owned by the scheduler thread alone (h5py is not thread-safe). Pages
+arrive through :meth:`RankStore.commit` in commit order, which is the sequence window's
+schedule order, and get dense doc ids 0, 1, 2, ... in that order.
 
-Layout (every dataset 1-D, one row per page unless said otherwise):
+**Durability.** While a crawl runs, a rank's data goes to *segments*: every
+``index_flush_pages`` pages, and at every checkpoint, the pages, links, postings and stats
+buffered since the last segment are written to a new file
+``DIR/segments/rank-NNNN/SSSSSSSSSS.h5`` (S: the superstep it was sealed at) through a
+temporary file, fsync and rename. A killed process therefore leaves only whole segments;
+resuming from the checkpoint of superstep K deletes the segments sealed after K (their
+pages will be fetched again) and continues the doc ids. At the end, :meth:`close` joins the
+segments into ``DIR/rank-NNNN.h5`` (same way: temporary file, rename) and removes them.
+
+Layout of ``DIR/rank-NNNN.h5`` (every dataset 1-D, one row per page unless said otherwise):
 
 ===========================  ==========  ===================================================
 ``/pages/url``               str         the URL fetched (UTF-8)
-``/pages/url_fp``            int64       64-bit fingerprint of the canonical URL
+``/pages/url_fp``            int64       64-bit fingerprint of the seen-set key of the URL
 ``/pages/status``            int16       HTTP status; 0 when no response (see ``error``)
 ``/pages/error``             str         '' or the failure kind (timeout, dns, too_large...)
 ``/pages/content_type``      str         the Content-Type header
@@ -31,15 +40,17 @@ Layout (every dataset 1-D, one row per page unless said otherwise):
 
 Root attributes: ``format`` ("bspcrawl-rank"), ``version``, ``rank``, ``ranks``,
 ``settings`` (JSON), ``started``, ``finished`` (Unix times) and ``complete`` (bool).
-The inverted index is built in memory, compactly: at each flush the batch's terms become
-int32 term ids (one dict lookup per distinct term occurrence, in C), so a posting costs
-12 bytes until :meth:`close` sorts them into the CSR arrays.
+Postings are kept as int32 (term id, doc, tf) triples, term ids in order of first use (a
+segment stores the terms it adds); :meth:`close` sorts them into the CSR arrays.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import h5py
@@ -50,6 +61,7 @@ from bspcrawl import __version__
 from bspcrawl.robots.fetcher import FetchResult
 
 STR = h5py.string_dtype()
+VOCAB = h5py.string_dtype("ascii")  # a term's raw bytes, as they are (segments)
 PAGE_FIELDS: dict[str, np.dtype | type] = {
     "url": STR, "url_fp": np.int64, "status": np.int16, "error": STR, "content_type": STR,
     "length": np.int64, "fetch_time": np.float64, "elapsed": np.float32, "depth": np.int16,
@@ -71,51 +83,80 @@ def rank_path(out: Path, rank: int) -> Path:
     return out / f"rank-{rank:04d}.h5"
 
 
-def _appendable(group: h5py.Group, name: str, dtype: np.dtype | type) -> h5py.Dataset:
-    return group.create_dataset(name, shape=(0,), maxshape=(None,), dtype=dtype,
-                                chunks=(4096,))
+def segment_dir(out: Path, rank: int) -> Path:
+    """``DIR/segments/rank-NNNN``: where a running rank's sealed data lives."""
+    return out / "segments" / f"rank-{rank:04d}"
 
 
-def _append(ds: h5py.Dataset, values: np.ndarray | list) -> None:
-    n = ds.shape[0]
-    ds.resize((n + len(values),))
-    ds[n:] = values
+def segments(out: Path, rank: int) -> list[tuple[int, Path]]:
+    """(superstep, path) of a rank's sealed segments, oldest first."""
+    folder = segment_dir(out, rank)
+    found = [(int(p.stem), p) for p in folder.glob("*.h5")] if folder.is_dir() else []
+    return sorted(found)
+
+
+def write_atomically(path: Path, fill: Callable[[h5py.File], None]) -> None:
+    """Create the HDF5 file ``path`` through ``fill``: temporary file, fsync, rename."""
+    tmp = path.with_name(path.name + ".tmp")
+    with h5py.File(tmp, "w") as f:
+        fill(f)
+    with open(tmp, "rb+") as fd:
+        os.fsync(fd.fileno())
+    os.replace(tmp, path)
+    dir_fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 class RankStore:
-    """Writes one rank's pages, links, postings and stats to ``DIR/rank-NNNN.h5``."""
+    """Collects one rank's pages, links, postings and stats; seals them into segments.
 
-    def __init__(self, out: Path, rank: int, ranks: int, settings: dict, flush_pages: int):
-        self.path = rank_path(out, rank)
-        self.file = h5py.File(self.path, "w")
-        a = self.file.attrs
-        a.update(format=FORMAT, version=__version__, rank=rank, ranks=ranks,
-                 settings=json.dumps(settings), started=time.time(), finished=0.0,
-                 complete=False)
-        pages = self.file.create_group("pages")
-        for name, dtype in PAGE_FIELDS.items():
-            _appendable(pages, name, dtype)
-        links = self.file.create_group("links")
-        _appendable(links, "offsets", np.int64)
-        _appendable(links, "targets", np.int64)
-        _append(links["offsets"], [0])
-        self.stats = _appendable(self.file, "stats", STATS_DTYPE)
-        self.stats_buffer: list[np.ndarray] = []
+    ``resume_at``: continue the crawl whose last complete checkpoint is that superstep
+    (segments sealed after it are deleted; counters and vocabulary are read back).
+    """
+
+    def __init__(self, out: Path, rank: int, ranks: int, settings: dict, flush_pages: int,
+                 resume_at: int | None = None) -> None:
+        self.out, self.rank, self.ranks = out, rank, ranks
+        self.settings = settings
         self.flush_pages = flush_pages
+        self.started = time.time()
         self.buffer: dict[str, list] = {name: [] for name in PAGE_FIELDS}
+        self.stats_buffer: list[np.ndarray] = []
         self.link_buffer: list[int] = []
         self.link_counts: list[int] = []
-        self.link_total = 0
         self.vocab: dict[bytes, int] = {}  # term -> term id, in order of first use
+        self.sealed_vocab = 0  # terms already written to a segment
         self.batch_terms: list[bytes] = []  # terms of the buffered pages, page by page
         self.batch_tfs: list[int] = []
         self.batch_docs: list[int] = []  # doc ids of the buffered pages
         self.batch_lens: list[int] = []  # and their number of distinct terms
-        self.postings: list[np.ndarray] = []  # flushed (term id, doc, tf) int arrays
-        self.docs = 0
-        self.pages_ok = 0
-        self.errors = 0
-        self.bytes = 0
+        self.docs = self.pages_ok = self.errors = self.bytes = 0
+        segment_dir(out, rank).mkdir(parents=True, exist_ok=True)
+        if resume_at is not None:
+            self._resume(resume_at)
+
+    def _resume(self, superstep: int) -> None:
+        """Drop segments sealed after ``superstep``; read back counters and vocabulary."""
+        for step, path in segments(self.out, self.rank):
+            if step > superstep:
+                path.unlink()
+                continue
+            with h5py.File(path, "r") as f:
+                for term in f["vocab"][:]:
+                    self.vocab[bytes(term)] = len(self.vocab)
+                a = f.attrs
+                self.docs, self.pages_ok = int(a["docs"]), int(a["pages_ok"])
+                self.errors, self.bytes = int(a["errors"]), int(a["bytes"])
+                self.started = float(a["started"])
+        self.sealed_vocab = len(self.vocab)
+
+    @property
+    def buffered(self) -> int:
+        """Pages committed since the last segment."""
+        return len(self.buffer["url"])
 
     def commit(self, result: FetchResult, url_fp: int, redirect: str,
                link_fps: list[int], terms: dict[bytes, int]) -> int:
@@ -147,62 +188,126 @@ class RankStore:
             self.errors += 1
         elif 200 <= result.status < 300:
             self.pages_ok += 1
-        if len(b["url"]) >= self.flush_pages:
-            self.flush()
         return doc
 
     def add_stats(self, row: np.ndarray) -> None:
-        """Append one ``STATS_DTYPE`` row (one superstep); written at the next flush."""
+        """Append one ``STATS_DTYPE`` row (one superstep); written with the next segment."""
         self.stats_buffer.append(row)
 
-    def flush(self) -> None:
-        """Write the buffered pages and links to the file; turn terms into term ids."""
-        if self.batch_terms:
-            vocab = self.vocab
-            for term in set(self.batch_terms).difference(vocab):
-                vocab[term] = len(vocab)
-            n = len(self.batch_terms)
-            batch = np.empty((3, n), dtype=np.int32)
-            batch[0] = np.fromiter(map(vocab.__getitem__, self.batch_terms), np.int32, n)
-            batch[1] = np.repeat(np.asarray(self.batch_docs, dtype=np.int32), self.batch_lens)
-            batch[2] = np.fromiter(self.batch_tfs, np.int32, n)
-            self.postings.append(batch)
-            self.batch_terms, self.batch_tfs = [], []
-        self.batch_docs, self.batch_lens = [], []
-        if self.stats_buffer:
-            _append(self.stats, np.stack(self.stats_buffer))
-            self.stats_buffer.clear()
-        if not self.buffer["url"]:
-            return
-        pages = self.file["pages"]
-        for name, dtype in PAGE_FIELDS.items():
-            _append(pages[name], np.asarray(self.buffer[name], dtype=dtype))
-            self.buffer[name].clear()
-        ends = self.link_total + np.cumsum(np.asarray(self.link_counts, dtype=np.int64))
-        self.link_total = int(ends[-1])
-        _append(self.file["links/offsets"], ends)
-        _append(self.file["links/targets"], np.asarray(self.link_buffer, dtype=np.int64))
-        self.link_buffer.clear()
-        self.link_counts.clear()
-        self.file.flush()
+    def seal(self, superstep: int) -> None:
+        """Write everything buffered as the segment of ``superstep`` (durably)."""
+        vocab = self.vocab
+        for term in set(self.batch_terms).difference(vocab):
+            vocab[term] = len(vocab)
+        n = len(self.batch_terms)
+        new_terms = list(vocab)[self.sealed_vocab:]
 
-    def close(self, complete: bool = True) -> None:
-        """Flush, write the inverted index, mark the file complete and close it."""
-        self.flush()
-        terms = sorted(self.vocab)  # bytes order
-        rank_of = np.empty(len(terms), dtype=np.int64)  # term id -> position in ``terms``
-        rank_of[[self.vocab[t] for t in terms]] = np.arange(len(terms))
-        ids, docs, tfs = (np.concatenate(self.postings, axis=1) if self.postings
-                          else np.zeros((3, 0), dtype=np.int32))
-        keys = rank_of[ids]
-        order = np.argsort(keys, kind="stable")  # by term, then doc (docs were increasing)
-        offsets = np.zeros(len(terms) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(keys, minlength=len(terms)), out=offsets[1:])
-        index = self.file.create_group("index")
-        index.create_dataset("terms", data=np.array([t.decode("utf-8", "replace")
-                                                     for t in terms], dtype=object), dtype=STR)
-        index.create_dataset("offsets", data=offsets)
-        index.create_dataset("docs", data=docs[order].astype(np.int64))
-        index.create_dataset("tf", data=tfs[order])
-        self.file.attrs.update(finished=time.time(), complete=complete)
-        self.file.close()
+        def fill(f: h5py.File) -> None:
+            pages = f.create_group("pages")
+            for name, dtype in PAGE_FIELDS.items():
+                pages.create_dataset(name, data=np.asarray(self.buffer[name], dtype=dtype))
+            f["links/counts"] = np.asarray(self.link_counts, dtype=np.int32)
+            f["links/targets"] = np.asarray(self.link_buffer, dtype=np.int64)
+            f["postings/term"] = np.fromiter(map(vocab.__getitem__, self.batch_terms),
+                                             np.int32, n)
+            f["postings/doc"] = np.repeat(np.asarray(self.batch_docs, dtype=np.int32),
+                                          self.batch_lens)
+            f["postings/tf"] = np.fromiter(self.batch_tfs, np.int32, n)
+            f.create_dataset("vocab", data=np.array(new_terms, dtype=object), dtype=VOCAB)
+            f.create_dataset("stats", data=np.array(self.stats_buffer, dtype=STATS_DTYPE))
+            f.attrs.update(superstep=superstep, docs=self.docs, pages_ok=self.pages_ok,
+                           errors=self.errors, bytes=self.bytes, started=self.started)
+
+        write_atomically(segment_dir(self.out, self.rank) / f"{superstep:010d}.h5", fill)
+        self.sealed_vocab = len(vocab)
+        for column in self.buffer.values():
+            column.clear()
+        self.stats_buffer.clear()
+        self.link_buffer, self.link_counts = [], []
+        self.batch_terms, self.batch_tfs, self.batch_docs, self.batch_lens = [], [], [], []
+
+    def close(self, superstep: int, complete: bool = True) -> Path:
+        """Seal what is buffered, then join every segment into ``DIR/rank-NNNN.h5``."""
+        if self.buffered or self.stats_buffer or not segments(self.out, self.rank):
+            self.seal(superstep)
+        return join_segments(self.out, self.rank, self.ranks, self.settings, complete)
+
+
+def join_segments(out: Path, rank: int, ranks: int, settings: dict, complete: bool) -> Path:
+    """Join a rank's segments into ``DIR/rank-NNNN.h5`` (CSR links and index) and remove
+    them; returns the file's path."""
+    parts = [h5py.File(path, "r") for _, path in segments(out, rank)]
+    try:
+        columns = {name: np.concatenate([p[f"pages/{name}"][:] for p in parts])
+                   if parts else np.zeros(0, dtype) for name, dtype in PAGE_FIELDS.items()}
+        counts = np.concatenate([p["links/counts"][:] for p in parts] + [np.zeros(0, np.int32)])
+        targets = np.concatenate([p["links/targets"][:] for p in parts]
+                                 + [np.zeros(0, np.int64)])
+        ids, docs, tfs = (np.concatenate([p[f"postings/{k}"][:] for p in parts]
+                                         + [np.zeros(0, np.int32)])
+                          for k in ("term", "doc", "tf"))
+        vocab = [bytes(t) for p in parts for t in p["vocab"][:]]
+        stats = np.concatenate([p["stats"][:] for p in parts] + [np.zeros(0, STATS_DTYPE)])
+        started = float(parts[0].attrs["started"]) if parts else time.time()
+    finally:
+        for p in parts:
+            p.close()
+    order_terms = sorted(range(len(vocab)), key=vocab.__getitem__)  # bytes order
+    rank_of = np.empty(len(vocab), dtype=np.int64)  # term id -> position in sorted terms
+    rank_of[order_terms] = np.arange(len(vocab))
+    keys = rank_of[ids]
+    order = np.argsort(keys, kind="stable")  # by term, then doc (docs were increasing)
+    offsets = np.zeros(len(vocab) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys, minlength=len(vocab)), out=offsets[1:])
+
+    def fill(f: h5py.File) -> None:
+        f.attrs.update(format=FORMAT, version=__version__, rank=rank, ranks=ranks,
+                       settings=json.dumps(settings), started=started, finished=time.time(),
+                       complete=complete)
+        for name, dtype in PAGE_FIELDS.items():
+            f.create_dataset(f"pages/{name}", data=columns[name], dtype=dtype, maxshape=(None,))
+        f["links/offsets"] = np.concatenate(([0], np.cumsum(counts, dtype=np.int64)))
+        f["links/targets"] = targets
+        f.create_dataset("index/terms", data=np.array(
+            [vocab[i].decode("utf-8", "replace") for i in order_terms], dtype=object), dtype=STR)
+        f["index/offsets"] = offsets
+        f["index/docs"] = docs[order].astype(np.int64)
+        f["index/tf"] = tfs[order]
+        f.create_dataset("stats", data=stats, maxshape=(None,))
+
+    path = rank_path(out, rank)
+    write_atomically(path, fill)
+    shutil.rmtree(segment_dir(out, rank))
+    return path
+
+
+def split_rank_file(out: Path, rank: int, superstep: int) -> None:
+    """Turn a joined ``DIR/rank-NNNN.h5`` back into one segment of ``superstep`` (to
+    resume a crawl that stopped and joined its files); the inverse of join_segments."""
+    path = rank_path(out, rank)
+    with h5py.File(path, "r") as f:
+        pages = {name: f[f"pages/{name}"][:] for name in PAGE_FIELDS}
+        counts = np.diff(f["links/offsets"][:]).astype(np.int32)
+        targets = f["links/targets"][:]
+        terms = [t.encode() for t in f["index/terms"].asstr()[:]]
+        offsets = f["index/offsets"][:]
+        term_ids = np.repeat(np.arange(len(terms), dtype=np.int32), np.diff(offsets))
+        docs, tfs = f["index/docs"][:].astype(np.int32), f["index/tf"][:]
+        stats = f["stats"][:]
+        a = dict(f.attrs)
+    ok = ((pages["status"] >= 200) & (pages["status"] < 300)).sum()
+
+    def fill(g: h5py.File) -> None:
+        for name, dtype in PAGE_FIELDS.items():
+            g.create_dataset(f"pages/{name}", data=pages[name], dtype=dtype)
+        g["links/counts"], g["links/targets"] = counts, targets
+        g["postings/term"], g["postings/doc"], g["postings/tf"] = term_ids, docs, tfs
+        g.create_dataset("vocab", data=np.array(terms, dtype=object), dtype=VOCAB)
+        g.create_dataset("stats", data=stats)
+        g.attrs.update(superstep=superstep, docs=len(pages["url"]), pages_ok=int(ok),
+                       errors=int((pages["error"] != b"").sum()),
+                       bytes=int(pages["length"].sum()), started=float(a["started"]))
+
+    segment_dir(out, rank).mkdir(parents=True, exist_ok=True)
+    write_atomically(segment_dir(out, rank) / f"{superstep:010d}.h5", fill)
+    path.unlink()

@@ -66,7 +66,7 @@ class Window:
         self.base = next_seq
         self.next_seq = next_seq
         self.outstanding: dict[int, Schedule] = {}
-        self.deferred: set[tuple[int, int]] = set()  # (seq, index) of deferred jobs
+        self.deferred: dict[tuple[int, int], Any] = {}  # (seq, index) -> job, deferred
         self.late: list[Any] = []  # results of deferred jobs, in arrival order
 
     def __len__(self) -> int:
@@ -93,7 +93,7 @@ class Window:
         goes to ``late``.
         """
         if (seq, index) in self.deferred:
-            self.deferred.remove((seq, index))
+            del self.deferred[(seq, index)]
             self.late.append(result)
             return True
         sched = self.outstanding.get(seq)
@@ -111,7 +111,7 @@ class Window:
         missing = [i for i, r in enumerate(sched.results) if r is None]
         for i in missing:
             sched.results[i] = DEFERRED
-            self.deferred.add((seq, i))
+            self.deferred[(seq, i)] = sched.jobs[i]
         sched.missing, sched.status = 0, ACKNOWLEDGED
         return len(missing)
 
@@ -141,5 +141,5 @@ class Window:
         for sched in self.outstanding.values():
             assert sched.missing == sum(r is None for r in sched.results)
             deferred = {(sched.seq, i) for i, r in enumerate(sched.results) if r is DEFERRED}
-            assert deferred <= self.deferred
+            assert deferred <= self.deferred.keys()
             assert (sched.status == ACKNOWLEDGED) == (sched.missing == 0)

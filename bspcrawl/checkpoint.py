@@ -1,0 +1,132 @@
+"""Checkpoints at superstep boundaries, and what a resumed crawl reads back.
+
+Supersteps are globally consistent cut points: after the sync of superstep K no message is
+in transit, and every rank has committed exactly what it will ever commit by K. A
+checkpoint of K is
+
+- per rank, ``DIR/checkpoint/rank-NNNN-SSSSSSSSSS.h5``: the frontier (seen set, URLs
+  waiting in the CBT and in Q, per-host robots.txt, rests and counts), the URLs delivered
+  but not yet received, the page jobs scheduled but not committed (fetched again on
+  resume), the next sequence number and the counters; written to a temporary file, fsynced
+  and renamed, after the rank sealed its index segment of K (index/store.py);
+- then, once every rank has written its file (a collective), ``DIR/checkpoint/
+  checkpoint.json``, written the same atomic way by rank 0, naming K, the number of ranks,
+  the previous complete checkpoint, the settings and the seeds. Only a checkpoint named
+  there counts.
+
+A crash at any point leaves the previous complete checkpoint usable: its files are deleted
+only after a newer one is complete. Resuming from K deletes the index segments sealed after
+K, so no page, doc id or posting is committed twice, and the pages committed after K are
+fetched again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from bspcrawl.index.store import write_atomically
+
+CHECKPOINT_DIR = "checkpoint"
+MARKER = "checkpoint.json"
+FORMAT = "bspcrawl-checkpoint"
+
+
+class CheckpointError(Exception):
+    """No usable checkpoint (the message says which file and why)."""
+
+
+def rank_file(out: Path, rank: int, superstep: int) -> Path:
+    """``DIR/checkpoint/rank-NNNN-SSSSSSSSSS.h5``."""
+    return out / CHECKPOINT_DIR / f"rank-{rank:04d}-{superstep:010d}.h5"
+
+
+def write(out: Path, rank: int, superstep: int, arrays: dict[str, np.ndarray],
+          attrs: dict[str, Any]) -> None:
+    """Write one rank's state for ``superstep`` atomically."""
+    (out / CHECKPOINT_DIR).mkdir(exist_ok=True)
+
+    def fill(f: h5py.File) -> None:
+        for name, values in arrays.items():
+            dtype = h5py.string_dtype() if values.dtype == object else None
+            if name == "robots_txt":
+                dtype = h5py.string_dtype("ascii")  # raw bytes
+            f.create_dataset(name, data=values, dtype=dtype)
+        f.attrs.update(format=FORMAT, superstep=superstep, rank=rank,
+                       state=json.dumps(attrs))
+
+    write_atomically(rank_file(out, rank, superstep), fill)
+
+
+def mark_complete(out: Path, superstep: int, ranks: int, extra: dict[str, Any]) -> None:
+    """Rank 0, once every rank has written ``superstep``: make it the checkpoint to use."""
+    marker = out / CHECKPOINT_DIR / MARKER
+    previous = latest(out)["superstep"] if marker.exists() else None
+    if previous == superstep:
+        previous = latest(out)["previous"]
+    record = {"format": FORMAT, "superstep": superstep, "ranks": ranks,
+              "previous": previous, **extra}
+    tmp = marker.with_name(MARKER + ".tmp")
+    with open(tmp, "w") as f:
+        json.dump(record, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, marker)
+
+
+def prune(out: Path, rank: int, keep: set[int]) -> None:
+    """Delete this rank's checkpoint files of supersteps not in ``keep``."""
+    for path in (out / CHECKPOINT_DIR).glob(f"rank-{rank:04d}-*.h5*"):
+        step = path.name.split("-")[2].split(".")[0]
+        if not step.isdigit() or int(step) not in keep:
+            path.unlink(missing_ok=True)
+
+
+def latest(out: Path) -> dict[str, Any]:
+    """The record of the last complete checkpoint, or CheckpointError."""
+    marker = out / CHECKPOINT_DIR / MARKER
+    try:
+        record = json.loads(marker.read_text())
+    except FileNotFoundError:
+        raise CheckpointError(f"{out} holds no complete checkpoint ({marker} is missing)"
+                              ) from None
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"checkpoint marker {marker} is unreadable: {e}") from None
+    if not isinstance(record, dict) or record.get("format") != FORMAT or not isinstance(
+            record.get("superstep"), int) or not isinstance(record.get("ranks"), int):
+        raise CheckpointError(f"checkpoint marker {marker} is not a bspcrawl checkpoint")
+    return record
+
+
+def read(out: Path, rank: int, superstep: int) -> tuple[dict[str, np.ndarray], dict]:
+    """One rank's state of ``superstep``: (arrays, attrs), or CheckpointError."""
+    path = rank_file(out, rank, superstep)
+    try:
+        with h5py.File(path, "r") as f:
+            if f.attrs.get("format") != FORMAT or f.attrs.get("superstep") != superstep:
+                raise CheckpointError(f"checkpoint file {path} does not hold superstep "
+                                      f"{superstep}")
+            arrays = {name: f[name][:] for name in f}
+            return arrays, json.loads(f.attrs["state"])
+    except (OSError, KeyError, ValueError) as e:
+        raise CheckpointError(f"checkpoint file {path} is unreadable ({e})") from None
+
+
+def read_all(out: Path, record: dict[str, Any]) -> tuple[int, list[tuple[dict, dict]]]:
+    """Every rank's state of the last complete checkpoint, falling back to the previous
+    complete one if a file of the last is damaged; (superstep, states) or
+    CheckpointError naming what is wrong."""
+    errors = []
+    for superstep in (record["superstep"], record.get("previous")):
+        if superstep is None:
+            break
+        try:
+            return superstep, [read(out, r, superstep) for r in range(record["ranks"])]
+        except CheckpointError as e:
+            errors.append(str(e))
+    raise CheckpointError("; ".join(errors) + " (and no earlier complete checkpoint)")

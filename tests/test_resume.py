@@ -1,0 +1,117 @@
+"""Nothing lost: checkpoints, kills at any point, resume (also on another P), stop."""
+
+import os
+import signal
+import subprocess
+import time
+
+import h5py
+import numpy as np
+import pytest
+
+from tests.crawling import ENV, MPIEXEC, PY, UNPACED, crawl, serve
+
+pytestmark = pytest.mark.slow
+
+
+def resume(ranks, out, *options, env=None):
+    cmd = [PY, "-m", "bspcrawl", "resume", str(out), "--progress", "none", *options]
+    if ranks > 1:
+        cmd = [MPIEXEC, "-n", str(ranks), PY, "-m", "mpi4py", *cmd[1:]]
+    return subprocess.run(cmd, env=env or ENV, capture_output=True, text=True, timeout=300)
+
+
+def assert_complete_and_exact(out, web):
+    """Every truth URL committed once, doc ids dense in every rank file."""
+    with h5py.File(out / "crawl.h5") as f:
+        urls = f["pages/url"].asstr()[:].tolist()
+        for name in f["ranks"]:
+            docs = f[f"ranks/{name}/pages/doc_id"][:]
+            assert np.array_equal(docs, np.arange(len(docs))), name
+            n_terms = f[f"ranks/{name}/index/offsets"][-1]
+            assert n_terms == f[f"ranks/{name}/index/docs"].shape[0]
+            assert f[f"ranks/{name}/links/offsets"].shape[0] == len(docs) + 1
+    assert len(urls) == len(set(urls)), "a URL was committed twice"
+    assert sorted(urls) == web.truth(web.seeds())
+
+
+@pytest.mark.parametrize("point", ["before", "during", "after"])
+def test_a_rank_killed_around_a_checkpoint_loses_nothing(tmp_path, point):
+    out = tmp_path / "out"
+    with serve(pages=1500, hosts=30) as web:
+        killed = crawl(3, web.seeds(), out, "--checkpoint-every", "20",
+                       env={**ENV, "BSPCRAWL_FAULT": f"1:60:{point}"})
+        assert killed.returncode != 0 and not (out / "crawl.h5").exists()
+        res = resume(2 if point == "during" else 3, out, "--checkpoint-every", "20")
+        assert res.returncode == 0, res.stderr
+    assert_complete_and_exact(out, web)
+
+
+def test_sigkill_at_a_random_superstep_of_a_5000_page_crawl_then_resume(tmp_path):
+    out, log = tmp_path / "out", tmp_path / "requests.tsv"
+    with serve(pages=5000, hosts=60, log=log) as web:
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("\n".join(web.seeds()))
+        cmd = [MPIEXEC, "-n", "3", PY, "-m", "mpi4py", "-m", "bspcrawl", "run", "--seeds",
+               str(seeds), "--out", str(out), *UNPACED, "--allow-net", "127.0.0.0/8",
+               "--progress", "none", "--checkpoint-every", "25"]
+        job = subprocess.Popen(cmd, env=ENV, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL)
+        wanted = np.random.default_rng().integers(800, 3500)
+        while job.poll() is None and (not log.exists() or
+                                      log.read_text().count("\n") < wanted):
+            time.sleep(0.05)
+        ranks = subprocess.run(["pgrep", "-f", f"bspcrawl run --seeds {seeds}"],
+                               capture_output=True, text=True).stdout.split()
+        victims = [int(p) for p in ranks if int(p) != job.pid]
+        assert victims, "the crawl ended before the kill"
+        os.kill(victims[np.random.default_rng().integers(len(victims))], signal.SIGKILL)
+        assert job.wait(timeout=60) != 0
+        res = resume(3, out)
+        assert res.returncode == 0, res.stderr
+    assert_complete_and_exact(out, web)
+
+
+def test_stop_then_resume_on_fewer_ranks(tmp_path):
+    out = tmp_path / "out"
+    with serve(pages=1500, hosts=30, latency="0.005,0.01") as web:
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("\n".join(web.seeds()))
+        cmd = [MPIEXEC, "-n", "3", PY, "-m", "mpi4py", "-m", "bspcrawl", "run", "--seeds",
+               str(seeds), "--out", str(out), *UNPACED, "--allow-net", "127.0.0.0/8",
+               "--progress", "none"]
+        job = subprocess.Popen(cmd, env=ENV, stderr=subprocess.PIPE, text=True)
+        while not (out / "segments").exists():
+            time.sleep(0.05)
+        time.sleep(2)
+        stop = subprocess.run([PY, "-m", "bspcrawl", "stop", str(out)], capture_output=True,
+                              text=True)
+        assert stop.returncode == 0, stop.stderr
+        assert job.wait(timeout=60) == 0, job.stderr.read()
+        with h5py.File(out / "crawl.h5") as f:
+            assert f.attrs["stopped"] == "signal"
+            assert 0 < f["pages/url"].shape[0] < len(web.truth(web.seeds()))
+        res = resume(2, out)
+        assert res.returncode == 0, res.stderr
+    assert_complete_and_exact(out, web)
+
+
+def test_a_damaged_checkpoint_falls_back_or_fails_clearly(tmp_path):
+    out = tmp_path / "out"
+    with serve(pages=400, hosts=10) as web:
+        assert crawl(2, web.seeds(), out, "--checkpoint-every", "10",
+                     env={**ENV, "BSPCRAWL_FAULT": "0:40:after"}).returncode != 0
+        marker = out / "checkpoint" / "checkpoint.json"
+        files = sorted((out / "checkpoint").glob("rank-0001-*.h5"))
+        assert len(files) == 2  # the last complete checkpoint and the one before it
+        files[-1].write_bytes(files[-1].read_bytes()[:100])  # truncate the newest
+        res = resume(2, out)
+        assert res.returncode == 0, res.stderr
+        assert_complete_and_exact(out, web)
+        for path in (out / "checkpoint").glob("*.h5"):
+            path.write_bytes(b"garbage")
+        marker.write_text(marker.read_text())
+        res = resume(2, out)
+    assert res.returncode == 2
+    assert res.stderr.startswith("bspcrawl: error: checkpoint file")
+    assert len(res.stderr.strip().splitlines()) == 1
