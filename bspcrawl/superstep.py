@@ -49,6 +49,7 @@ from bspcrawl.urls import resolve
 
 POLL_MIN, POLL_MAX = 20e-6, 1e-3  # backoff between Test() calls on a pending collective, s
 STOP_FILE = "stop"  # ``bspcrawl stop DIR`` creates DIR/stop: stop at the next superstep
+MAX_RESCHEDULES = 2  # robots a job may outlive (hang) before it is committed as an error
 IDLE_SLEEP = 0.005  # s, a superstep's pause when all of a rank's hosts are resting
 
 # The counters every rank contributes to the global sum at sync, in this order.
@@ -150,7 +151,9 @@ class Crawl:
         self.cache = LinkCache()
         self.inbox = bucket([Link(u) for u in seeds], self.size)[self.rank]
         self.progress = progress
-        self.counters = {"window/deferred": 0, "window/late": 0}
+        self.counters = {"window/deferred": 0, "window/late": 0, "window/rescheduled": 0,
+                         "robots/replaced": 0}
+        self.reschedules: dict[tuple[int, int], int] = {}  # (seq, index) -> robots it outlived
         self.superstep = 0
         self.last_checkpoint: int | None = None
         self.stop_requested = ""
@@ -256,6 +259,7 @@ class Crawl:
     def step(self, draining: bool) -> list[Link]:
         """run: commit what the window releases, then open this superstep's schedule."""
         links: list[Link] = []
+        self._supervise()
         while self.window.full() or (draining and len(self.window)):
             seq = self.window.base
             self._wait_for(seq, draining)
@@ -291,13 +295,38 @@ class Crawl:
         timeout = self.settings.window_straggler_timeout
         self._collect()
         while not self.window.acknowledged(seq):
-            if not self.fetcher.alive():
-                raise RuntimeError("the robots thread died; see its traceback above")
+            self._supervise()
             if timeout and not draining and time.monotonic() - t0 >= timeout:
                 self.counters["window/deferred"] += self.window.defer(seq)
                 break
             self._collect(0.05)
         self.wait_s += time.monotonic() - t0
+
+    def _supervise(self) -> None:
+        """Replace a robots thread that died or hung (Dominos' worker regeneration) and
+        reschedule every job it had not answered; a job given up on by
+        ``MAX_RESCHEDULES`` robots is committed as the error ``robot_hang``."""
+        stall = self.settings.window_straggler_timeout or 30.0
+        if self.fetcher.healthy(stall):
+            return
+        self._collect()
+        self.fetcher.close(wait=0.0)
+        self.fetcher = Fetcher(self.settings)
+        self.counters["robots/replaced"] += 1
+        unanswered = [(s.seq, i, job) for s in self.window.outstanding.values()
+                      for i, job in enumerate(s.jobs) if s.results[i] is None]
+        unanswered += [(seq, i, job) for (seq, i), job in self.window.deferred.items()]
+        again = []
+        for seq, i, job in unanswered:
+            tries = self.reschedules[(seq, i)] = self.reschedules.get((seq, i), 0) + 1
+            if seq in self.window.outstanding:
+                self.window.outstanding[seq].reschedule_count += 1
+            if tries > MAX_RESCHEDULES:
+                self.window.deliver(seq, i, FetchResult(job, error="robot_hang"))
+            else:
+                again.append(job)
+        self.counters["window/rescheduled"] += len(again)
+        self.fetcher.submit(again)
 
     def _commit(self, result: FetchResult, links: list[Link]) -> None:
         """Commit one result to the index (unless it is retried); collect its links."""
@@ -357,7 +386,9 @@ class Crawl:
                    c["frontier/duplicates"], c["frontier/robots_denied"],
                    c["frontier/filtered"] + c["frontier/host_cap"] + c["frontier/too_deep"]
                    + c["frontier/too_many_hops"], c["fetch/retried"],
-                   self.counters["window/deferred"], self.counters["window/late"], self.wait_s)
+                   self.counters["window/deferred"], self.counters["window/late"],
+                   self.counters["window/rescheduled"], self.counters["robots/replaced"],
+                   self.wait_s)
         self.store.add_stats(row)
 
     def _on_signal(self, signum: int, frame: object) -> None:

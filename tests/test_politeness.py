@@ -199,3 +199,16 @@ def test_a_straggler_is_deferred_then_committed_once(site, tmp_path):
         stats = f["stats"][:]
     assert got == {site.url + p: 200 for p in ("/", "/slow", "/a", "/b")}
     assert stats["deferred"][-1] >= 1 and stats["late"][-1] == stats["deferred"][-1]
+
+
+@pytest.mark.parametrize("site", [{**ROBOTS_404, "/": [page("/hang", "/a", "/b")],
+                                   "/hang": [page()], "/a": [page()], "/b": [page()]}],
+                         indirect=True)
+def test_a_hung_robot_is_replaced_and_its_jobs_rescheduled(site, tmp_path, monkeypatch):
+    monkeypatch.setenv("BSPCRAWL_FAULT", "hang:/hang")  # the robots thread blocks forever
+    with crawl_here(tmp_path, [site.url + "/"], window_straggler_timeout=0.5) as f:
+        errors = dict(zip(f["pages/url"].asstr()[:], f["pages/error"].asstr()[:], strict=True))
+        stats = f["stats"][:]
+    assert errors == {site.url + "/": "", site.url + "/a": "", site.url + "/b": "",
+                      site.url + "/hang": "robot_hang"}
+    assert stats["robots_replaced"][-1] == 3 and stats["rescheduled"][-1] >= 2

@@ -73,7 +73,8 @@ STATS_DTYPE = np.dtype([
     ("frontier", np.int64), ("in_flight", np.int64), ("seen", np.int64),
     ("urls_in", np.int64), ("urls_out", np.int64), ("new_urls", np.int64),
     ("duplicates", np.int64), ("robots_denied", np.int64), ("filtered", np.int64),
-    ("retried", np.int64), ("deferred", np.int64), ("late", np.int64), ("wait_s", np.float64),
+    ("retried", np.int64), ("deferred", np.int64), ("late", np.int64),
+    ("rescheduled", np.int64), ("robots_replaced", np.int64), ("wait_s", np.float64),
 ])
 FORMAT = "bspcrawl-rank"
 

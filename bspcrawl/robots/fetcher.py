@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import os
 import queue
 import socket
 import threading
@@ -126,6 +127,9 @@ class _Transfer:
         return socket.socket(family, socktype, protocol)
 
     def start(self, job: FetchJob) -> None:
+        fault = os.environ.get("BSPCRAWL_FAULT", "")
+        if fault.startswith("hang:") and fault[5:] in job.url:  # tests: a robot that hangs
+            threading.Event().wait()
         self.job, self.parts, self.size, self.headers = job, [], 0, {}
         self.blocked = ""
         self.limit_now = ROBOTS_TXT_MAX if job.robots else self.limit
@@ -189,6 +193,7 @@ class Fetcher:
         self._ready: list[tuple[float, int, str]] = []  # (not before, tie, host) may start
         self._free_at: dict[str, float] = {}  # host -> monotonic time its next may start
         self._tie = itertools.count()
+        self.beat = time.monotonic()  # the robots thread's last loop: a hung thread stops
         self._thread = threading.Thread(target=self._run, name="robots", daemon=True)
         self._thread.start()
 
@@ -206,14 +211,16 @@ class Fetcher:
         except queue.Empty:
             return None
 
-    def close(self) -> None:
-        """Stop the thread; transfers still running are abandoned."""
+    def close(self, wait: float = 10.0) -> None:
+        """Stop the thread (waiting up to ``wait`` s); transfers still running are
+        abandoned, and so is a hung thread (it is a daemon)."""
         self._stop.set()
-        self._thread.join(timeout=10)
+        self._thread.join(timeout=wait)
 
-    def alive(self) -> bool:
-        """False once the robots thread has ended (closed, or died of a bug)."""
-        return self._thread.is_alive()
+    def healthy(self, stall: float) -> bool:
+        """False once the robots thread has ended (died of a bug) or has not come round
+        its loop for ``stall`` seconds (hung)."""
+        return self._thread.is_alive() and time.monotonic() - self.beat < stall
 
     def _finish(self, res: FetchResult) -> None:
         """Hand a result over and let the host's next job start after its rest."""
@@ -238,6 +245,7 @@ class Fetcher:
         queues = self._queues
         ready = self._ready
         while not self._stop.is_set():
+            self.beat = time.monotonic()
             block = not active and not ready
             while True:
                 try:
