@@ -316,9 +316,10 @@ class Frontier:
                 if st["robots_known"][i]:
                     self._set_rules(host, bytes(st["robots_txt"][i]),
                                     now + float(st["robots_left"][i]))
-            links = [Link(u, int(d), int(h)) for u, d, h in zip(
+            mine = len(states) == 1  # the same P: every URL of the state is this rank's
+            links = [Link(u, d, h) for u, d, h in zip(
                 st["url"].astype(str).tolist(), st["depth"].tolist(), st["hops"].tolist(),
-                strict=True) if owner(u, size) == rank]
+                strict=True) if mine or owner(u, size) == rank]
             fps = self.fingerprints([x.url for x in links]).tolist()
             new = {fp: x for fp, x in zip(fps, links, strict=True) if fp not in self.links}
             self.links.update(new)
