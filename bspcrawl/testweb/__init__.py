@@ -1,8 +1,13 @@
 """A deterministic local web on loopback for bspcrawl's tests, demo and benchmarks.
 
 - :mod:`~bspcrawl.testweb.model`: :class:`WebConfig`, :class:`Web` (sites, pages, links,
-  robots.txt, dead links, redirects, rendered HTML) and the ground truth
+  robots.txt, dead links, redirects, rendered HTML, epochs) and the ground truth
   :meth:`Web.truth`, the exact set of URLs a correct robots.txt-obeying crawl fetches;
+  on an adversarial web also :meth:`Web.may_give_up`, :meth:`Web.must_not_fetch` and
+  :meth:`Web.trap_limit`;
+- :mod:`~bspcrawl.testweb.adversarial`: what real crawls meet (dead, resetting, slow,
+  throttling and flaky hosts, mirrors, redirect loops, junk, huge pages, gzip bombs, soft
+  404s, spider traps), each switched on by a WebConfig field, all by ``--adversarial``;
 - :mod:`~bspcrawl.testweb.server`: an asyncio HTTP/1.1 server, one listening socket per
   host address ``127.1.a.b:PORT``; :func:`running` (a thread, for tests),
   :func:`running_process` (a child process: no shared GIL) and :func:`serve_forever` (CLI);
@@ -25,7 +30,20 @@ from bspcrawl.testweb.cli import (
     config_from_args,
     read_seeds,
 )
-from bspcrawl.testweb.model import AGENT, DEAD, PAGE, REDIRECT, Web, WebConfig, host_address
+from bspcrawl.testweb.model import (
+    ADVERSARIAL,
+    AGENT,
+    DEAD,
+    PAGE,
+    REDIRECT,
+    SPECIAL,
+    TRAPS,
+    UNRELIABLE,
+    Truth,
+    Web,
+    WebConfig,
+    host_address,
+)
 from bspcrawl.testweb.server import (
     PortInUseError,
     TestWebServer,
@@ -36,12 +54,17 @@ from bspcrawl.testweb.server import (
 )
 
 __all__ = [
+    "ADVERSARIAL",
     "AGENT",
     "DEAD",
     "PAGE",
     "REDIRECT",
+    "SPECIAL",
+    "TRAPS",
+    "UNRELIABLE",
     "PortInUseError",
     "TestWebServer",
+    "Truth",
     "Web",
     "WebConfig",
     "add_arguments",

@@ -1,7 +1,9 @@
 """Command-line hooks of the test web: ``bspcrawl testweb serve | truth | seeds``.
 
-:func:`add_arguments` adds the :class:`WebConfig` options (and a command's own options)
-to a parser, :func:`config_from_args` turns parsed arguments back into a WebConfig, and
+:func:`add_arguments` adds the :class:`WebConfig` options (one per field, plus
+``--adversarial``: every adversarial behaviour on, :data:`~.model.ADVERSARIAL`, unless an
+option says otherwise) and a command's own options to a parser, :func:`config_from_args`
+turns parsed arguments back into a WebConfig, and
 ``cmd_serve`` / ``cmd_truth`` / ``cmd_seeds`` run a command and return its exit code.
 Mistakes raise ValueError (or OSError) with a one-line message for the caller to print.
 ``python -m bspcrawl.testweb`` wires them up on its own (see :func:`main`).
@@ -15,7 +17,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from bspcrawl.testweb.model import Web, WebConfig
+from bspcrawl.testweb.model import ADVERSARIAL, Web, WebConfig
 from bspcrawl.testweb.server import serve_forever
 
 _HELP = {
@@ -31,7 +33,28 @@ _HELP = {
     "unreachable": "fraction of pages linked from nowhere",
     "seed_hosts": "default seeds: home pages of this many hosts",
     "max_links": "largest number of links on a page",
+    "epoch": "crawl epoch: some pages change between epochs (0: today's web)",
+    "change": "chance that a page changes between two epochs",
+    "expires": "fraction of pages with an Expires a year ahead (they never change)",
+    "latency_ms": "median per-host delay before each response, ms (0: none)",
+    "latency_sigma": "lognormal sigma of per-host delays and bandwidths (0: all the same)",
+    "bandwidth_kb": "median per-host bandwidth, KiB/s (0: unlimited)",
+    "dead_hosts": "hosts that refuse connections",
+    "reset_hosts": "hosts that reset connections",
+    "slow_hosts": "hosts that answer after 1 s at 2 KiB/s",
+    "throttle_hosts": "hosts that answer 429 + Retry-After to requests < 1 s apart",
+    "flaky_hosts": "hosts that answer bursts of 5xx (503 + Retry-After)",
+    "soft404": "fraction of sites answering unknown paths 200 'not found'",
+    "mirrors": "hosts serving a copy of a site",
+    "redirect_traps": "a host with redirect loops and an 8-hop chain",
+    "junk": "a host of non-HTML, broken, nested and mis-encoded pages",
+    "huge": "a 5 MiB page",
+    "bomb": "a gzip bomb (1 GiB inflated)",
+    "traps": "spider traps: comma-separated calendar,session,deep, or all",
+    "trap_budget": "per-host page budget of a correct crawler (0: auto)",
 }
+_TYPES = {"int": int, "float": float, "str": str}
+KINDS = ("must_fetch", "must_not", "may_give_up", "trap_limit")
 
 
 def _latency(text: str) -> tuple[float, float]:
@@ -47,17 +70,29 @@ def _latency(text: str) -> tuple[float, float]:
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str | None = None) -> None:
-    """Add the WebConfig options, plus ``serve``'s (``--latency``, ``--log``) and
-    ``truth``'s (``--seeds``) when ``command`` names them (all when it is None)."""
+    """Add the WebConfig options and ``--adversarial``, plus ``serve``'s (``--latency``,
+    ``--log``) and ``truth``'s (``--seeds``, ``--kind``) when ``command`` names them (all
+    when it is None). Options default to None: :func:`config_from_args` fills them in."""
     group = parser.add_argument_group("test web")
+    group.add_argument(
+        "--adversarial",
+        action="store_true",
+        help="every adversarial behaviour on, with seeded defaults (other options win): "
+        + ", ".join(f"{k}={v}" for k, v in ADVERSARIAL.items()),
+    )
     for f in dataclasses.fields(WebConfig):
-        kind = float if f.type in ("float", float) else int
+        flag = "--" + f.name.replace("_", "-")
+        if f.type == "bool":
+            group.add_argument(
+                flag, action=argparse.BooleanOptionalAction, help=f"{_HELP[f.name]} (default: off)"
+            )
+            continue
+        kind = _TYPES[str(f.type)]
         group.add_argument(
-            "--" + f.name.replace("_", "-"),
+            flag,
             type=kind,
-            default=f.default,
-            metavar="F" if kind is float else "N",
-            help=f"{_HELP[f.name]} (default: %(default)s)",
+            metavar={int: "N", float: "F", str: "S"}[kind],
+            help=f"{_HELP[f.name]} (default: {f.default!r})",
         )
     if command in (None, "serve"):
         parser.add_argument(
@@ -82,15 +117,23 @@ def add_arguments(parser: argparse.ArgumentParser, command: str | None = None) -
             metavar="FILE",
             help="seed URLs, one per line (default: the web's default seeds)",
         )
+        parser.add_argument(
+            "--kind",
+            choices=KINDS,
+            default="must_fetch",
+            help="which URLs: must_fetch (the truth), must_not (must never be requested), "
+            "may_give_up (may fail or be skipped), trap_limit (each trap host's origin "
+            "and page limit, tab-separated) (default: %(default)s)",
+        )
 
 
 def config_from_args(args: argparse.Namespace) -> WebConfig:
-    """The WebConfig named by parsed arguments (missing options take their defaults)."""
-    values = {
-        f.name: getattr(args, f.name)
-        for f in dataclasses.fields(WebConfig)
-        if getattr(args, f.name, None) is not None
-    }
+    """The WebConfig named by parsed arguments (missing options take their defaults, or
+    with ``--adversarial`` those of :data:`~.model.ADVERSARIAL`)."""
+    values = dict(ADVERSARIAL) if getattr(args, "adversarial", False) else {}
+    for f in dataclasses.fields(WebConfig):
+        if getattr(args, f.name, None) is not None:
+            values[f.name] = getattr(args, f.name)
     return WebConfig(**values)
 
 
@@ -98,7 +141,11 @@ def config_argv(config: WebConfig) -> list[str]:
     """Command-line options that :func:`config_from_args` turns back into ``config``."""
     argv = []
     for f in dataclasses.fields(WebConfig):
-        argv += ["--" + f.name.replace("_", "-"), repr(getattr(config, f.name))]
+        value, flag = getattr(config, f.name), f.name.replace("_", "-")
+        if isinstance(value, bool):
+            argv.append(f"--{flag}" if value else f"--no-{flag}")
+        else:
+            argv += [f"--{flag}", value if isinstance(value, str) else repr(value)]
     return argv
 
 
@@ -125,14 +172,22 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_truth(args: argparse.Namespace) -> int:
-    """Print the URLs a correct crawl from the seeds fetches, one per line, sorted."""
+    """Print the URLs a correct crawl from the seeds fetches, one per line, sorted
+    (``--kind``: or those it must not fetch, or may give up; or the trap limits)."""
     web = Web(config_from_args(args))
     path = getattr(args, "seeds", None)
     seeds = read_seeds(path) if path is not None else None
     if seeds is not None and not seeds:
         raise ValueError(f"seeds file {path} has no URLs")
-    urls = web.truth(seeds)
-    sys.stdout.write("".join(u + "\n" for u in urls))
+    kind = getattr(args, "kind", "must_fetch")
+    if kind == "trap_limit":
+        lines = [f"{o}\t{web.trap_limit(o)}" for o in web.trap_hosts()]
+    elif kind == "must_fetch":
+        lines = web.truth(seeds)
+    else:
+        truth = web.categories(seeds)
+        lines = truth.must_not if kind == "must_not" else truth.may
+    sys.stdout.write("".join(line + "\n" for line in lines))
     return 0
 
 

@@ -23,20 +23,73 @@ some, one or two ``Disallow`` prefixes in the ``User-agent: *`` group on many, a
 
 Canonical URLs are WHATWG serialisations (as ``ada_url`` prints them) without fragment;
 every generated path is already canonical, so a request target equals the stored path.
+
+**Epochs** (``WebConfig.epoch``): the same web at a later crawl. Structure and links never
+change; between two epochs each page changes (new text, same links, new ETag and
+Last-Modified) with chance ``change``, except the fraction ``expires`` of pages that are
+sent with an Expires a year ahead and never change. Epoch 0 is today's web, byte for byte.
+
+**The adversarial web** (every switch off by default; :meth:`WebConfig.adversarial` turns
+all on): per-host delays and bandwidths, hosts that are dead, reset, slow, throttling or
+flaky, mirrors, redirect loops, junk content, huge pages, gzip bombs, soft 404s and
+spider traps; see :mod:`.adversarial`. The ground truth is then three disjoint lists,
+:meth:`Web.must_fetch` (= :meth:`Web.truth`), :meth:`Web.may_give_up` and
+:meth:`Web.must_not_fetch`, plus :meth:`Web.trap_limit` per host. A crawl passes when it
+ends on its own, fetches every must-fetch URL, none of the must-not ones, and at most
+``trap_limit(host)`` URLs of any host; the rule that keeps it there is a per-host budget of
+:attr:`Web.trap_budget` URLs.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
+import zlib
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import ada_url
 import numpy as np
 
-PAGE, DEAD, REDIRECT = 0, 1, 2
-"""Resource kinds (values of :attr:`Web.kind`)."""
+from bspcrawl.testweb import adversarial
+
+PAGE, DEAD, REDIRECT, SPECIAL = 0, 1, 2, 3
+"""Resource kinds (values of :attr:`Web.kind`); ``SPECIAL`` resources live on adversarial
+hosts (and mirrors) and are answered by :meth:`Web.reply`."""
+
+TRAPS = ("calendar", "session", "deep")
+"""Spider-trap kinds (``WebConfig.traps``), one host each."""
+
+UNRELIABLE = ("dead", "reset", "slow", "throttle", "flaky")
+"""Roles of hosts whose URLs a correct crawl may fail to fetch (see :meth:`Web.may_give_up`)."""
+
+ROLES = ("", *UNRELIABLE, "mirror", "redirects", "junk", *TRAPS)
+"""Host roles (:attr:`Web.role`): ``""`` for the polite sites, then the adversarial ones."""
+
+ADVERSARIAL: dict[str, object] = dict(
+    expires=0.1,
+    latency_ms=80.0,
+    latency_sigma=0.8,
+    bandwidth_kb=1024.0,
+    dead_hosts=1,
+    reset_hosts=1,
+    slow_hosts=1,
+    throttle_hosts=1,
+    flaky_hosts=1,
+    soft404=0.2,
+    mirrors=1,
+    redirect_traps=True,
+    junk=True,
+    huge=True,
+    bomb=True,
+    traps=",".join(TRAPS),
+)
+"""What ``--adversarial`` turns on (:meth:`WebConfig.adversarial`)."""
+
+MAX_REDIRECTS = 5
+"""Redirect hops a crawl follows from one link (the crawler's ``fetch_max_redirects``)."""
 
 AGENT = "bspcrawl"
 """Product token whose robots.txt rules :meth:`Web.truth` obeys."""
@@ -50,6 +103,29 @@ _BASE_FRACTION = 0.06  # pages with a <base href> element
 _SELF_LINKS = 3  # at most this many self links (#top, "", ...) per page
 _CORPUS_WORDS = 1 << 20  # words of the text that page bodies are slices of
 _CORPUS_SPARE = 32768  # more words than any page needs: slices start before the last ones
+_EPOCH_SALT = 0xE90C
+_TIMING_SALT = 0x71E
+_DAY = 86400
+EPOCH0_TIME = 1704067200
+"""Unix time of epoch 0, 2024-01-01 00:00 UTC: epoch ``e`` is ``e`` days later; pages were
+last modified up to 1000 days before it."""
+_NOT_CONTENT = (
+    "epoch",
+    "change",
+    "expires",
+    "latency_ms",
+    "latency_sigma",
+    "bandwidth_kb",
+    "trap_budget",
+)  # config fields that leave page bytes alone
+
+
+class Truth(NamedTuple):
+    """What a correct crawl from some seeds does, as sorted canonical URLs (disjoint)."""
+
+    must: list[str]
+    may: list[str]
+    must_not: list[str]
 
 
 def host_address(i: int) -> str:
@@ -87,8 +163,32 @@ class WebConfig:
     unreachable: float = 0.03  # fraction of pages linked from nowhere (never in the truth)
     seed_hosts: int = 3  # default seeds: home pages of hosts 0 .. seed_hosts-1 (at most all)
     max_links: int = 150  # largest out-degree of a page (power law, mean about 25)
+    # Revisits: the web at a later crawl epoch (no effect at epoch 0).
+    epoch: int = 0  # crawl epoch; between two epochs some pages change (0: today's web)
+    change: float = 0.1  # chance that a page changes between two epochs
+    expires: float = 0.0  # fraction of pages sent with an Expires a year ahead (never change)
+    # Timing of every host, drawn per host from the seed (0: off; never changes the truth).
+    latency_ms: float = 0.0  # median per-host delay before each response, ms
+    latency_sigma: float = 0.0  # lognormal sigma of per-host delays and bandwidths (0: all equal)
+    bandwidth_kb: float = 0.0  # median per-host bandwidth, KiB/s (0: unlimited)
+    # The adversarial web: extra hosts after the polite ones (0, False or "": off).
+    dead_hosts: int = 0  # hosts with no listening socket (connection refused)
+    reset_hosts: int = 0  # hosts that reset the connection instead of answering a page
+    slow_hosts: int = 0  # hosts that answer each request after 1 s, at 2 KiB/s
+    throttle_hosts: int = 0  # hosts answering 429 + Retry-After to requests < 1 s apart
+    flaky_hosts: int = 0  # hosts answering bursts of 5xx (503 with Retry-After)
+    soft404: float = 0.0  # fraction of sites answering unknown paths 200 "not found"
+    mirrors: int = 0  # hosts serving a byte-identical copy of a site
+    redirect_traps: bool = False  # a host with redirect loops (A->B->A, A->A), an 8-hop chain
+    junk: bool = False  # a host of images, PDF, binary, broken, nested, mis-encoded pages
+    huge: bool = False  # a 5 MiB page (on the junk host)
+    bomb: bool = False  # a gzip bomb: 1 MiB on the wire, 1 GiB inflated (on the junk host)
+    traps: str = ""  # spider-trap hosts: comma-separated calendar,session,deep (or all)
+    trap_budget: int = 0  # per-host page budget a correct crawler keeps (0: auto, >= 100)
 
     def __post_init__(self) -> None:
+        if self.traps == "all":
+            object.__setattr__(self, "traps", ",".join(TRAPS))
         if not 1 <= self.hosts <= MAX_HOSTS:
             raise ValueError(f"hosts must be in 1..{MAX_HOSTS}, not {self.hosts}")
         if self.pages < self.hosts:
@@ -105,6 +205,57 @@ class WebConfig:
             raise ValueError(f"seed_hosts must be positive, not {self.seed_hosts}")
         if self.max_links < 1:
             raise ValueError(f"max_links must be positive, not {self.max_links}")
+        counts = (
+            "epoch",
+            "dead_hosts",
+            "reset_hosts",
+            "slow_hosts",
+            "throttle_hosts",
+            "flaky_hosts",
+            "mirrors",
+            "trap_budget",
+        )
+        for name in counts:
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must not be negative, not {getattr(self, name)}")
+        for name in ("change", "expires", "soft404"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1], not {getattr(self, name)}")
+        for name in ("latency_ms", "latency_sigma", "bandwidth_kb"):
+            if not 0.0 <= getattr(self, name) < float("inf"):
+                raise ValueError(f"{name} must be a non-negative number, not {getattr(self, name)}")
+        wrong = [t for t in self.trap_names if t not in TRAPS]
+        if wrong or len(set(self.trap_names)) != len(self.trap_names):
+            names = ",".join(TRAPS)
+            raise ValueError(f"traps must be a subset of {names} (or all), not {self.traps!r}")
+        if self.total_hosts > MAX_HOSTS:
+            raise ValueError(f"{self.total_hosts} hosts in all: more than {MAX_HOSTS}")
+
+    @classmethod
+    def adversarial(cls, **overrides) -> WebConfig:
+        """Every adversarial behaviour on with its default strength (:data:`ADVERSARIAL`),
+        then ``overrides``."""
+        return cls(**{**ADVERSARIAL, **overrides})
+
+    @property
+    def trap_names(self) -> list[str]:
+        """The spider traps asked for, in :data:`TRAPS` order of the string."""
+        return [t.strip() for t in self.traps.split(",") if t.strip()]
+
+    @property
+    def special_roles(self) -> list[str]:
+        """Roles of the hosts after the polite ones, in host order (see :data:`ROLES`)."""
+        roles = ["dead"] * self.dead_hosts + ["reset"] * self.reset_hosts
+        roles += ["slow"] * self.slow_hosts + ["throttle"] * self.throttle_hosts
+        roles += ["flaky"] * self.flaky_hosts + ["mirror"] * self.mirrors
+        roles += ["redirects"] * self.redirect_traps
+        roles += ["junk"] * (self.junk or self.huge or self.bomb)
+        return roles + self.trap_names
+
+    @property
+    def total_hosts(self) -> int:
+        """Polite hosts plus adversarial ones: the addresses ``free_port`` must check."""
+        return self.hosts + len(self.special_roles)
 
 
 # ---------------------------------------------------------------- vocabulary and paths
@@ -274,22 +425,30 @@ class Web:
 
     Structure (arrays indexed by resource id ``r``; pages are ``0 .. n_pages-1``):
     :attr:`host` (site of r), :attr:`path` (canonical path and query), :attr:`kind`
-    (``PAGE``/``DEAD``/``REDIRECT``), :attr:`allowed` (robots.txt lets ``bspcrawl``
-    fetch r), redirects in :attr:`redirect_target` / :meth:`redirect`. Links in CSR form:
-    :meth:`links` (page -> resource ids, with repeats). Special page sets:
-    :attr:`unreachable` (linked from nowhere) and :attr:`moved` (linked only through a
-    redirect). Rendering: :meth:`html` (the last ``cache`` pages stay rendered),
-    :meth:`robots_txt`. Truth: :meth:`seeds`, :meth:`truth`, :meth:`reached`.
-    Building takes about 35 µs a page; rendering about 0.3 ms a page.
+    (``PAGE``/``DEAD``/``REDIRECT``/``SPECIAL``), :attr:`allowed` (robots.txt lets
+    ``bspcrawl`` fetch r), redirects in :attr:`redirect_target` / :meth:`redirect`. Links in
+    CSR form: :meth:`links` (page -> resource ids, with repeats), plus :attr:`extra` (links
+    of SPECIAL resources, and the footer links from seed home pages to adversarial hosts).
+    Special page sets: :attr:`unreachable` (linked from nowhere) and :attr:`moved` (linked
+    only through a redirect). Rendering: :meth:`html` (the last ``cache`` pages stay
+    rendered), :meth:`robots_txt`, :meth:`reply` and :meth:`reply_unknown` (adversarial).
+    Validators: :attr:`version`, :meth:`etag`, :meth:`last_modified`, :attr:`expiring`.
+    Hosts: :attr:`role` (``""`` or one of :data:`ROLES`), :attr:`soft404`,
+    :attr:`host_delay` and :attr:`host_rate` (timing), :meth:`response_delay`.
+    Truth: :meth:`seeds`, :meth:`truth`, :meth:`must_fetch`, :meth:`may_give_up`,
+    :meth:`must_not_fetch` (or all three: :meth:`categories`), :meth:`trap_limit`,
+    :meth:`trap_hosts`, :attr:`trap_budget`, :meth:`reached`. Building takes about 35 µs
+    a page; rendering about 0.3 ms a page.
     """
 
     def __init__(self, config: WebConfig | None = None, cache: int = 256) -> None:
         self.config = cfg = config or WebConfig()
         rng = np.random.default_rng(cfg.seed)
         draw = _Draws(rng)
-        self.n_hosts, self.n_pages = H, N = cfg.hosts, cfg.pages
+        H, N = cfg.hosts, cfg.pages
+        self.n_hosts, self.n_pages = cfg.total_hosts, N
         suffix = "" if cfg.port == 80 else f":{cfg.port}"
-        self.netlocs = [host_address(i) + suffix for i in range(H)]
+        self.netlocs = [host_address(i) + suffix for i in range(self.n_hosts)]
         self.origins = ["http://" + n for n in self.netlocs]
 
         self.words = _vocabulary(rng, _VOCAB_SIZE)
@@ -446,6 +605,26 @@ class Web:
             dst[self.link_ptr[1] - 1] = head[first[0]]
         self.link_dst = dst.astype(np.int64)
 
+        # The adversarial web (adversarial.py); the polite web has none of it.
+        self.role = [""] * H
+        self.soft404 = np.zeros(H, dtype=bool)
+        self.extra: dict[int, list[int]] = {}
+        self._special: dict[int, tuple] = {}
+        self.copy_of = np.full(len(self.path), -1, dtype=np.int64)
+        self.sure = np.ones(len(self.path), dtype=bool)
+        self.sure_links = np.ones(len(self.path), dtype=bool)
+        self._validators()
+        if cfg.special_roles or cfg.soft404:
+            adversarial.extend(self)
+        self._timing()
+        self._truths: dict[tuple, Truth] = {}
+        size = np.bincount(self.host, minlength=self.n_hosts)
+        need = max(int(size[h]) for h in range(self.n_hosts) if self.role[h] not in TRAPS)
+        self.trap_budget = cfg.trap_budget or max(100, -(-need // 100) * 100)
+        if cfg.trap_names and self.trap_budget < need:
+            raise ValueError(
+                f"trap_budget {cfg.trap_budget} is below {need}, the URLs of the largest site"
+            )
         self._render_cached = functools.lru_cache(maxsize=cache)(self._render)
 
     # ------------------------------------------------------------------ construction
@@ -483,6 +662,35 @@ class Web:
                 lines += [f"{ua}: *"] + [f"Disallow: {p}" for p in rules]
         return "\n".join(lines) + "\n", rules
 
+    def _validators(self) -> None:
+        """Page versions at ``config.epoch``: each page not sent with an Expires changes
+        at each epoch with chance ``config.change`` (draws per epoch, so epoch ``e`` and
+        ``e + 1`` agree on the past); Last-Modified is the day of its last change."""
+        cfg, n = self.config, self.n_pages
+        rng = np.random.default_rng([cfg.seed, _EPOCH_SALT])
+        self.expiring = rng.random(n) < cfg.expires
+        self.modified = EPOCH0_TIME - rng.integers(1, 1000, n) * _DAY
+        self.version = np.zeros(n, dtype=np.int64)
+        for e in range(1, cfg.epoch + 1):
+            draws = np.random.default_rng([cfg.seed, _EPOCH_SALT, e]).random(n)
+            changed = (draws < cfg.change) & ~self.expiring
+            self.version[changed] += 1
+            self.modified[changed] = EPOCH0_TIME + e * _DAY
+        content = {k: v for k, v in dataclasses.asdict(cfg).items() if k not in _NOT_CONTENT}
+        self._tag = f"{zlib.crc32(repr(sorted(content.items())).encode()):08x}"
+
+    def _timing(self) -> None:
+        """Per-host delay (s) and bandwidth (B/s, 0: unlimited): lognormal around the
+        medians, clipped to [median / 4, 6 x median] and [median / 10, 10 x median]."""
+        cfg = self.config
+        z = np.random.default_rng([cfg.seed, _TIMING_SALT]).standard_normal((self.n_hosts, 2))
+        lat, rate = cfg.latency_ms / 1000, cfg.bandwidth_kb * 1024
+        self.host_delay = np.clip(lat * np.exp(cfg.latency_sigma * z[:, 0]), lat / 4, lat * 6)
+        self.host_rate = np.clip(rate * np.exp(cfg.latency_sigma * z[:, 1]), rate / 10, rate * 10)
+        slow = np.array([role == "slow" for role in self.role])
+        self.host_delay[slow] = adversarial.SLOW_DELAY
+        self.host_rate[slow] = adversarial.SLOW_RATE
+
     def _allowed_path(self, h: int, path: str) -> bool:
         return not any(path.startswith(p) for p in self.disallow[h])
 
@@ -519,6 +727,33 @@ class Web:
         """Targets (resource ids) of the links on ``page``, in page order, with repeats."""
         return self.link_dst[self.link_ptr[page] : self.link_ptr[page + 1]]
 
+    def etag(self, page: int) -> str:
+        """The quoted ETag of ``page`` (or of the page a mirror copies): the same in every
+        epoch until the page changes."""
+        return f'"{self._tag}-{page:x}-{self.version[page]}"'
+
+    def last_modified(self, page: int) -> int:
+        """Unix time of the last change of ``page`` (whole days; before epoch 0 at first)."""
+        return int(self.modified[page])
+
+    def response_delay(self, host: int, target: str) -> float:
+        """Seconds ``host`` waits before answering ``target``: its own delay, with a
+        +-25% jitter per target when delays are drawn (``latency_sigma > 0``)."""
+        delay = float(self.host_delay[host])
+        if self.config.latency_sigma and delay:
+            delay *= 0.75 + 0.5 * zlib.crc32(target.encode(), host) / 2**32
+        return delay
+
+    def reply(self, r: int) -> adversarial.Reply:
+        """(status, header lines, body) of ``SPECIAL`` resource ``r`` (not a mirror page,
+        which the server answers as the page it copies, :attr:`copy_of`)."""
+        return adversarial.reply(self, r)
+
+    def reply_unknown(self, host: int, target: str) -> adversarial.Reply | None:
+        """The answer to a path of ``host`` that is a dead link or no resource: a soft 404,
+        a spider-trap page, or ``None`` for a plain 404."""
+        return adversarial.reply_unknown(self, host, target)
+
     def redirect(self, r: int) -> tuple[int, str]:
         """(status, Location header) of redirect resource ``r``."""
         return self._redirects[r]
@@ -530,7 +765,7 @@ class Web:
     def seeds(self, k: int | None = None) -> list[str]:
         """Default seed URLs: the home pages of hosts ``0 .. k-1`` (``config.seed_hosts``)."""
         k = self.config.seed_hosts if k is None else k
-        return [self.origins[h] + "/" for h in range(min(k, self.n_hosts))]
+        return [self.origins[h] + "/" for h in range(min(k, self.config.hosts))]
 
     def truth(self, seeds: Iterable[str] | None = None) -> list[str]:
         """Sorted canonical URLs that a correct robots.txt-obeying crawl from ``seeds``
@@ -538,8 +773,11 @@ class Web:
 
         Breadth-first over links and redirect targets; a URL that robots.txt disallows
         for ``bspcrawl`` is neither fetched nor followed. Raises ValueError for a seed
-        that is not an http URL on this web.
+        that is not an http URL on this web. On an adversarial web, where what a crawl
+        fetches depends on failures and budgets, this is :meth:`must_fetch`.
         """
+        if self.adversarial:
+            return self.must_fetch(seeds)
         urls: set[str] = set()
         start: list[int] = []
         for s in self.seeds() if seeds is None else seeds:
@@ -550,6 +788,179 @@ class Web:
             elif self._allowed_path(h, target) and target != "/robots.txt":
                 urls.add(canon)  # a 404 seed
         return sorted(urls | {self.url(r) for r in self.reached(start)})
+
+    @property
+    def adversarial(self) -> bool:
+        """Whether any adversarial host or soft-404 site is present (timing and epochs aside)."""
+        return self.n_hosts > self.config.hosts or bool(self.soft404.any())
+
+    def must_fetch(
+        self, seeds: Iterable[str] | None = None, max_redirects: int = MAX_REDIRECTS
+    ) -> list[str]:
+        """Sorted canonical URLs that every correct crawl from ``seeds`` fetches: requests
+        and commits with whatever answer comes (200, 3xx, 404, a soft 404, an image...).
+
+        A *correct crawl* obeys robots.txt for ``bspcrawl`` (RFC 9309), follows every
+        ``<a href>`` (resolved against ``<base href>``) of a 2xx HTML answer and the
+        ``Location`` of every 3xx as a new URL, drops a Location reached after more than
+        ``max_redirects`` hops from a link, fetches each canonical URL at most once, ends
+        on its own, and takes at most ``trap_budget`` URLs from one host (see
+        :meth:`trap_limit`). The must set is the breadth-first closure of the seeds
+        through *reliable* answers only: everything but the URLs of unreliable hosts
+        (:data:`UNRELIABLE`: dead, reset, slow, throttle, flaky), the huge page and the
+        gzip bomb; and the links of mis-made pages (broken or deeply nested HTML, invalid
+        encodings) are not followed. On a polite web it equals :meth:`truth`. /robots.txt
+        is never in it. Raises ValueError for a seed that is not an http URL on this web.
+        """
+        return self.categories(seeds, max_redirects).must
+
+    def may_give_up(
+        self, seeds: Iterable[str] | None = None, max_redirects: int = MAX_REDIRECTS
+    ) -> list[str]:
+        """Sorted canonical URLs a correct crawl from ``seeds`` may fetch or not, and may
+        fetch without a usable answer (connection refused or reset, timeout, 429 or 5xx,
+        a body over the size cap): the closure of the seeds when every answer is taken,
+        minus :meth:`must_fetch`. That is every URL of an unreliable host that a crawl can
+        reach, the huge page, the gzip bomb, and what is linked only from them or from
+        mis-made pages. Empty on a polite web.
+        """
+        return self.categories(seeds, max_redirects).may
+
+    def must_not_fetch(
+        self, seeds: Iterable[str] | None = None, max_redirects: int = MAX_REDIRECTS
+    ) -> list[str]:
+        """Sorted canonical URLs that a correct crawl from ``seeds`` may discover but
+        must never request: those robots.txt disallows for ``bspcrawl`` (seeds included),
+        the Location reached after ``max_redirects`` hops (``/chain/6`` of the redirects
+        host: ``/chain/7`` and the chain's end are never even seen), and on each spider
+        trap entered through its home page, URLs that a crawl within the budget
+        ``B = trap_budget`` cannot reach: the calendar months ``B - 1`` months before
+        and after ``/cal/2024/05/`` (reaching one takes ``B`` earlier pages of the host:
+        ``/`` and the months between), and ``/a/`` repeated ``B`` times.
+
+        Any other URL of a trap host than its home page (or a seed) is in none of the
+        three lists: only how many a crawl fetches is bounded, by :meth:`trap_limit`.
+        """
+        return self.categories(seeds, max_redirects).must_not
+
+    def categories(
+        self, seeds: Iterable[str] | None = None, max_redirects: int = MAX_REDIRECTS
+    ) -> Truth:
+        """:meth:`must_fetch`, :meth:`may_give_up` and :meth:`must_not_fetch` at once
+        (disjoint; cached per seeds)."""
+        seeds = self.seeds() if seeds is None else list(seeds)
+        key = (tuple(seeds), max_redirects)
+        if key in self._truths:
+            return self._truths[key]
+        start: list[int] = []
+        must: set[str] = set()
+        may: set[str] = set()
+        never: set[str] = set()
+        inside = set()  # hosts with a seed other than their home page
+        for s in seeds:
+            canon, h, target = self._parse_seed(s)
+            if target != "/":
+                inside.add(h)
+            r = self.lookup(h, target)
+            if r >= 0:
+                start.append(r)
+            elif not self._allowed_path(h, target):
+                never.add(canon)
+            elif target != "/robots.txt":  # a 404, a soft 404 or a trap page
+                (may if self.role[h] in UNRELIABLE else must).add(canon)
+                if self.soft404[h]:  # whose link home is followed
+                    start.append(int(self.site_start[h]))
+        sure, _ = self._walk(start, max_redirects, sure=True)
+        every, refused = self._walk(start, max_redirects, sure=False)
+        must.update(self.url(r) for r in sure)
+        may.update(self.url(r) for r in set(every) - set(sure))
+        never.update(self.url(r) for r in refused)
+        reached = set(every)
+        for h, role in enumerate(self.role):
+            if role in TRAPS and h not in inside and self._index[h]["/"] in reached:
+                never.update(self._beyond_budget(h))
+        truth = Truth(sorted(must), sorted(may - must), sorted(never))
+        self._truths[key] = truth
+        return truth
+
+    def _walk(self, start: list[int], max_redirects: int, sure: bool) -> tuple[list, list]:
+        """Breadth-first from resources ``start``: (fetched ids, refused ids); with
+        ``sure``, unreliable resources are not fetched and mis-made pages not followed."""
+        seen = np.zeros(len(self.path), dtype=bool)
+        queue: deque[tuple[int, int]] = deque()
+        for r in start:
+            if not seen[r]:
+                seen[r] = True
+                queue.append((r, 0))
+        fetched, refused = [], []
+        ptr, dst, kind, host = self.link_ptr, self.link_dst, self.kind, self.host
+        while queue:
+            r, hops = queue.popleft()
+            if not self.allowed[r] or hops > max_redirects:
+                refused.append(r)
+                continue
+            if sure and not self.sure[r]:
+                continue
+            fetched.append(r)
+            if sure and not self.sure_links[r]:
+                continue
+            k, hop = kind[r], 0
+            if k == REDIRECT:
+                nxt, hop = [int(self.redirect_target[r])], hops + 1
+            elif k == PAGE:
+                nxt = dst[ptr[r] : ptr[r + 1]].tolist() + self.extra.get(r, [])
+            elif k == DEAD:
+                nxt = [int(self.site_start[host[r]])] if self.soft404[host[r]] else []
+            else:
+                nxt = self.extra.get(r, [])
+            for t in nxt:
+                if not seen[t]:
+                    seen[t] = True
+                    queue.append((t, hop))
+        return fetched, refused
+
+    def _beyond_budget(self, h: int) -> list[str]:
+        b, origin = self.trap_budget, self.origins[h]
+        if self.role[h] == "deep":
+            return [origin + "/" + "a/" * b]
+        if self.role[h] == "calendar":
+            entry = adversarial.CALENDAR_ENTRY
+            months = [adversarial.add_months(*entry, k) for k in (1 - b, b - 1)]
+            return [origin + adversarial.month_path(*m) for m in months if m[0] >= 1]
+        return []
+
+    def trap_hosts(self) -> list[str]:
+        """Origins (``http://127.1.a.b:PORT``) of the spider-trap hosts."""
+        return [self.origins[h] for h, role in enumerate(self.role) if role in TRAPS]
+
+    def trap_limit(self, host: int | str) -> int:
+        """The largest number of distinct URLs (any answer or error; /robots.txt not
+        counted) that a correct crawl may fetch from ``host`` (an index, a netloc such as
+        ``127.1.0.12:8765``, or any URL on it): :attr:`trap_budget` for a spider trap,
+        the number of the host's resources for any other.
+
+        The rule that keeps a crawler under it: fetch at most ``trap_budget`` distinct
+        URLs from one host (a per-host budget, counted when a URL is scheduled, whatever
+        its answer). ``trap_budget`` is ``WebConfig.trap_budget``, or when that is 0, the
+        smallest multiple of 100, at least 100, that covers every other host's resources,
+        so the budget never cuts a must-fetch URL (a larger explicit budget is fine; a
+        smaller one is refused). Depth or URL-length limits alone do not do it: calendar
+        months all have the same depth, and the session trap grows elevenfold a level.
+        """
+        h = self._host_of(host)
+        if self.role[h] in TRAPS:
+            return self.trap_budget
+        return int((self.host == h).sum())
+
+    def _host_of(self, host: int | str) -> int:
+        if isinstance(host, str):
+            netloc = host.split("://", 1)[1].split("/", 1)[0] if "://" in host else host
+            if netloc in self.netlocs:
+                return self.netlocs.index(netloc)
+            raise ValueError(f"{host!r} is not a host of this web")
+        if not 0 <= host < self.n_hosts:
+            raise ValueError(f"no host {host}")
+        return host
 
     def reached(self, start: Iterable[int], obey_robots: bool = True) -> np.ndarray:
         """Resource ids fetched by a crawl from resources ``start`` (sorted); with
@@ -596,6 +1007,8 @@ class Web:
             "moved": int(self.moved.size),
             "unreachable": int(self.unreachable.size),
             "disallowed": int((~self.allowed).sum()),
+            "adversarial_hosts": self.n_hosts - self.config.hosts,
+            "soft404_hosts": int(self.soft404.sum()),
         }
 
     # ---------------------------------------------------------------------- rendering
@@ -650,7 +1063,9 @@ class Web:
         """Build the page: head, then paragraphs of Zipf words with the links spread
         through them in page order and a heading before some paragraphs, sized to
         ``page_size[page]`` bytes (plus less than one word)."""
-        rng = np.random.default_rng([self.config.seed, _RENDER_SALT, page])
+        version = int(self.version[page])  # 0: today's page; later epochs: new text
+        key = [self.config.seed, _RENDER_SALT, page] + [version] * bool(version)
+        rng = np.random.default_rng(key)
         misc = rng.random(8).tolist()
         h, path = int(self.host[page]), self.path[page]
         targets = self.links(page).tolist() + [page] * int(misc[0] * (_SELF_LINKS + 1))
@@ -726,6 +1141,11 @@ class Web:
                 cur = starts.item(s + p + 1)
                 out += (anchors[i], corpus[at : cur - 1], "</a> ")
         out += (corpus[cur : starts.item(s + n)], "</p>\n", foot)
+        if page in self.extra:  # links to the adversarial hosts, after the sized page
+            links = "".join(
+                f'<a href="{self.url(t)}">{self.role[self.host[t]]}</a>\n' for t in self.extra[page]
+            )
+            out[-1] = f"</main>\n<footer>\n{links}</footer>\n</body>\n</html>\n"
         return "".join(out).encode("ascii")
 
     @functools.cached_property

@@ -6,16 +6,25 @@ the fallback). Keep-alive connections, GET and HEAD, minimal hand-written parsin
 header size limit and an idle/request timeout. Answers:
 
 - ``/robots.txt``: ``text/plain`` (404 on hosts without one);
-- a page: 200 ``text/html; charset=utf-8`` with ``Content-Length`` and an ``ETag``
-  (``If-None-Match`` gives 304);
-- a redirect: 301/302 with ``Location``; anything else: 404 (small HTML, no links).
+- a page: 200 ``text/html; charset=utf-8`` with ``Content-Length``, an ``ETag``, a
+  ``Last-Modified`` and, on some pages, an ``Expires`` a year ahead; a matching
+  ``If-None-Match`` (or, without one, an ``If-Modified-Since`` not before Last-Modified)
+  gives 304 (:meth:`Web.etag` and :meth:`Web.last_modified` change only with the page);
+- a redirect: 301/302/307/308 with ``Location``; anything else: 404 (small HTML, no links).
 
-Options: ``latency=(lo, hi)`` delays each response by a uniform random time in seconds
-(unseeded unless ``latency_seed`` is given, so two runs finish requests in different
-orders); ``log=PATH`` appends one line per finished request,
+The adversarial hosts (:mod:`.adversarial`) are played here: a ``dead`` host has no
+listening socket; ``reset``, ``throttle`` and ``flaky`` hosts misbehave on every request
+but /robots.txt; every host waits :meth:`Web.response_delay` before answering and sends
+at most :attr:`Web.host_rate` bytes a second; large bodies are streamed. The polite web
+takes the fast path: one ``write`` of a ready response.
+
+Options: ``latency=(lo, hi)`` delays each response by a further uniform random time in
+seconds (unseeded unless ``latency_seed`` is given, so two runs finish requests in
+different orders); ``log=PATH`` appends one line per finished request,
 ``netloc<TAB>target<TAB>start_monotonic<TAB>end_monotonic<TAB>status``, where start is
 when the request head was read and end when the response was handed to the kernel
-(``time.monotonic()`` is system-wide, so other processes can compare).
+(``time.monotonic()`` is system-wide, so other processes can compare); status 0 is a
+reset connection.
 
 Use :func:`running` from tests (a background thread with its own loop) and
 :func:`serve_forever` from the command line.
@@ -30,6 +39,7 @@ import functools
 import random
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -37,10 +47,13 @@ import threading
 import time
 import zlib
 from collections.abc import Iterator
+from email.utils import formatdate, parsedate_to_datetime
 from pathlib import Path
 from typing import TextIO
 
-from bspcrawl.testweb.model import PAGE, REDIRECT, Web, host_address, host_index
+from bspcrawl.testweb import adversarial as adv
+from bspcrawl.testweb.adversarial import Reply, Stream
+from bspcrawl.testweb.model import PAGE, REDIRECT, SPECIAL, TRAPS, Web, host_address, host_index
 
 MAX_HEADER = 16 * 1024  # bytes of request head (request line + headers) accepted
 REQUEST_TIMEOUT = 30.0  # seconds a connection may stay idle or take to send a request head
@@ -49,13 +62,22 @@ _REASONS = {
     200: "OK",
     301: "Moved Permanently",
     302: "Found",
+    303: "See Other",
     304: "Not Modified",
+    307: "Temporary Redirect",
+    308: "Permanent Redirect",
     400: "Bad Request",
     404: "Not Found",
     405: "Method Not Allowed",
+    429: "Too Many Requests",
     431: "Request Header Fields Too Large",
+    500: "Internal Server Error",
+    502: "Bad Gateway",
+    503: "Service Unavailable",
+    504: "Gateway Timeout",
     505: "HTTP Version Not Supported",
 }
+_TICK = 0.05  # s between two pieces of a bandwidth-limited body
 _HTML = "text/html; charset=utf-8"
 _TEXT = "text/plain; charset=utf-8"
 
@@ -72,6 +94,25 @@ def _small_page(status: int) -> bytes:
         f"<!DOCTYPE html>\n<html><head><title>{status} {reason}</title></head>"
         f"<body><h1>{reason}</h1></body></html>\n"
     ).encode()
+
+
+@functools.lru_cache(maxsize=4096)
+def http_date(t: int) -> str:
+    """An HTTP date (RFC 9110 IMF-fixdate) of Unix time ``t``."""
+    return formatdate(t, usegmt=True)
+
+
+def _etag_matches(header: str, etag: str) -> bool:
+    """Whether an If-None-Match value matches ``etag`` (weak comparison, ``*`` too)."""
+    tags = (t.strip().removeprefix("W/") for t in header.split(","))
+    return header.strip() == "*" or etag in tags
+
+
+def _parse_date(text: str) -> float | None:
+    try:
+        return parsedate_to_datetime(text).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return None
 
 
 class TestWebServer:
@@ -105,7 +146,12 @@ class TestWebServer:
         self._tasks: set[asyncio.Task] = set()
         self._log: TextIO | None = None
         self._site = {host_address(h): h for h in range(web.n_hosts)}
-        self._etag = f"{zlib.crc32(repr(web.config).encode()):08x}"  # same config, same tags
+        self._roles = web.role
+        self._odd = [bool(web.soft404[h]) or web.role[h] in TRAPS for h in range(web.n_hosts)]
+        self._delayed = bool(web.host_delay.any())
+        self._rate = web.host_rate if web.host_rate.any() else None
+        self._served_at: dict[int, float] = {}  # throttle hosts: when the last page was served
+        self._count: dict[int, int] = {}  # flaky hosts: page requests so far
 
     async def start(self) -> None:
         """Bind every host address; raises :class:`PortInUseError` naming the address."""
@@ -115,6 +161,8 @@ class TestWebServer:
             self._log = open(self.log_path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
         try:
             for h in range(self.web.n_hosts):
+                if self._roles[h] == "dead":
+                    continue  # connection refused
                 addr = host_address(h)
                 try:
                     server = await asyncio.start_server(
@@ -155,9 +203,12 @@ class TestWebServer:
         """One line saying where the web listens."""
         web = self.web
         last = host_address(web.n_hosts - 1)
+        more = web.n_hosts - web.config.hosts
         return (
-            f"testweb: {web.n_pages} pages on {web.n_hosts} hosts, http://{host_address(0)}"
-            f" .. http://{last} port {web.config.port} (seed {web.config.seed})"
+            f"testweb: {web.n_pages} pages on {web.config.hosts} hosts"
+            + (f" and {more} adversarial ones" if more else "")
+            + f", http://{host_address(0)} .. http://{last} port {web.config.port}"
+            f" (seed {web.config.seed}, epoch {web.config.epoch})"
         )
 
     # ------------------------------------------------------------------ one connection
@@ -220,17 +271,60 @@ class TestWebServer:
             site = host_index(headers.get("host", "").rsplit(":", 1)[0])
             if site is not None and site >= self.web.n_hosts:
                 site = None
-        status, extra, body = self._answer(site, method, target, headers)
+        role = self._roles[site] if site is not None else ""
+        answer = None
+        if role and target != "/robots.txt" and method in ("GET", "HEAD"):
+            if role == "reset":
+                await self._reset(writer, site, target, start)
+                return False
+            answer = self._misbehave(role, site)
+        status, extra, body = answer or self._answer(site, method, target, headers)
+        delay = self.web.response_delay(site, target) if self._delayed and site is not None else 0
         if self.latency is not None:
-            await asyncio.sleep(self._random.uniform(*self.latency))
+            delay += self._random.uniform(*self.latency)
+        if delay:
+            await asyncio.sleep(delay)
         await self._send(
             writer, status, extra, body, site, target, start, close, head_only=method == "HEAD"
         )
         return not close
 
-    def _answer(
-        self, site: int | None, method: str, target: str, headers: dict[str, str]
-    ) -> tuple[int, list[str], bytes]:
+    def _misbehave(self, role: str, site: int) -> Reply | None:
+        """The 429 or 5xx of a throttle or flaky host, or None to answer normally."""
+        if role == "throttle":
+            now = time.monotonic()
+            if now - self._served_at.get(site, -1e9) < adv.THROTTLE_INTERVAL:
+                status, extra, body = self._error(429)
+                return status, [*extra, f"Retry-After: {adv.RETRY_AFTER}"], body
+            self._served_at[site] = now
+        elif role == "flaky":
+            n = self._count[site] = self._count.get(site, -1) + 1
+            phase = n % adv.FLAKY_PERIOD - 1
+            if 0 <= phase < adv.FLAKY_BURST:
+                status, extra, body = self._error(adv.FLAKY_STATUSES[phase])
+                if status == 503:
+                    extra = [*extra, f"Retry-After: {adv.RETRY_AFTER}"]
+                return status, extra, body
+        return None
+
+    async def _reset(
+        self, writer: asyncio.StreamWriter, site: int, target: str, start: float
+    ) -> None:
+        """Reset the connection (RST), for half the targets after part of the answer."""
+        if zlib.crc32(target.encode()) & 1:
+            status, extra, body = self._answer(site, "GET", target, {})
+            assert isinstance(body, bytes)
+            head = [f"HTTP/1.1 {status} {_REASONS[status]}", *extra, f"Content-Length: {len(body)}"]
+            writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body[: len(body) // 3])
+            with contextlib.suppress(ConnectionError):
+                await writer.drain()
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        writer.transport.abort()
+        self._logged(site, target, start, 0)
+
+    def _answer(self, site: int | None, method: str, target: str, headers: dict[str, str]) -> Reply:
         """Status, extra header lines and body for one request."""
         web = self.web
         if method not in ("GET", "HEAD"):
@@ -244,21 +338,40 @@ class TestWebServer:
                 return self._error(404)
             return 200, [f"Content-Type: {_TEXT}"], text.encode()
         r = web.lookup(site, target)
-        if r < 0:
-            return self._error(404)
-        kind = web.kind[r]
+        kind = web.kind[r] if r >= 0 else -1
         if kind == PAGE:
-            etag = f'"{self._etag}-{r:x}"'
-            if headers.get("if-none-match") == etag:
-                return 304, [f"ETag: {etag}"], b""
-            return 200, [f"Content-Type: {_HTML}", f"ETag: {etag}"], web.html(r)
+            return self._page(r, headers)
         if kind == REDIRECT:
             status, location = web.redirect(r)
             return status, [f"Location: {location}", f"Content-Type: {_HTML}"], _small_page(status)
+        if kind == SPECIAL:
+            copy = int(web.copy_of[r])
+            return self._page(copy, headers) if copy >= 0 else web.reply(r)
+        if self._odd[site]:  # a soft 404 or a spider trap
+            answer = web.reply_unknown(site, target)
+            if answer is not None:
+                return answer
         return self._error(404)
 
+    def _page(self, r: int, headers: dict[str, str]) -> Reply:
+        """Page ``r`` with its validators, or 304 when the request's validators match."""
+        web = self.web
+        etag, modified = web.etag(r), web.last_modified(r)
+        extra = [f"ETag: {etag}", f"Last-Modified: {http_date(modified)}"]
+        if web.expiring[r]:
+            extra.append(f"Expires: {http_date((int(time.time()) // 86400 + 366) * 86400)}")
+        match = headers.get("if-none-match")
+        if match is not None:
+            if _etag_matches(match, etag):
+                return 304, extra, b""
+        elif "if-modified-since" in headers:
+            since = _parse_date(headers["if-modified-since"])
+            if since is not None and modified <= since:
+                return 304, extra, b""
+        return 200, [f"Content-Type: {_HTML}", *extra], web.html(r)
+
     @staticmethod
-    def _error(status: int) -> tuple[int, list[str], bytes]:
+    def _error(status: int) -> Reply:
         return status, [f"Content-Type: {_HTML}"], _small_page(status)
 
     async def _send(
@@ -266,29 +379,56 @@ class TestWebServer:
         writer: asyncio.StreamWriter,
         status: int,
         extra: list[str],
-        body: bytes,
+        body: bytes | Stream,
         site: int | None,
         target: str,
         start: float,
         close: bool,
         head_only: bool = False,
     ) -> None:
-        lines = [f"HTTP/1.1 {status} {_REASONS[status]}", "Server: bspcrawl-testweb", *extra]
+        date = f"Date: {http_date(int(time.time()))}"
+        lines = [f"HTTP/1.1 {status} {_REASONS[status]}", "Server: bspcrawl-testweb", date, *extra]
         if status != 304:
-            lines.append(f"Content-Length: {len(body)}")
+            length = body.length if isinstance(body, Stream) else len(body)
+            lines.append(f"Content-Length: {length}")
         if close:
             lines.append("Connection: close")
         header = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        # one write, one send(): HEAD gets the headers only (Content-Length tells the size)
-        writer.write(header if head_only else header + body)
+        rate = self._rate[site] if self._rate is not None and site is not None else 0
         try:
+            if head_only:  # the headers only (Content-Length tells the size)
+                writer.write(header)
+            elif isinstance(body, bytes) and not rate:
+                writer.write(header + body)  # the fast path: one write, one send()
+            else:
+                writer.write(header)
+                await self._stream(writer, body, float(rate))
             await writer.drain()
         finally:  # logged even if the client went away
-            self.requests += 1
-            if self._log is not None:
-                netloc = self.web.netlocs[site] if site is not None else "-"
-                end = time.monotonic()
-                self._log.write(f"{netloc}\t{target}\t{start:.6f}\t{end:.6f}\t{status}\n")
+            self._logged(site, target, start, status)
+
+    @staticmethod
+    async def _stream(writer: asyncio.StreamWriter, body: bytes | Stream, rate: float) -> None:
+        """Send ``body`` piece by piece, at ``rate`` bytes a second (0: as fast as the
+        client reads)."""
+        chunks = body.chunks() if isinstance(body, Stream) else (body,)
+        step = max(256, int(rate * _TICK))
+        for chunk in chunks:
+            if not rate:
+                writer.write(chunk)
+                await writer.drain()
+                continue
+            for i in range(0, len(chunk), step):
+                writer.write(chunk[i : i + step])
+                await writer.drain()
+                await asyncio.sleep(min(step, len(chunk) - i) / rate)
+
+    def _logged(self, site: int | None, target: str, start: float, status: int) -> None:
+        self.requests += 1
+        if self._log is not None:
+            netloc = self.web.netlocs[site] if site is not None else "-"
+            end = time.monotonic()
+            self._log.write(f"{netloc}\t{target}\t{start:.6f}\t{end:.6f}\t{status}\n")
 
 
 def free_port(hosts: int = 1, tries: int = 50) -> int:
