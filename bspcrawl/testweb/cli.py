@@ -28,6 +28,7 @@ _HELP = {
     "min_kb": "smallest page, KiB",
     "max_kb": "largest page, KiB",
     "cross_host": "fraction of links to another host",
+    "site_skew": "site sizes ~ 1/rank**skew (1: Zipf; 0: all alike)",
     "dead_links": "fraction of links that answer 404",
     "redirects": "fraction of pages reachable only through a 301/302",
     "unreachable": "fraction of pages linked from nowhere",

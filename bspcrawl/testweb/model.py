@@ -157,6 +157,7 @@ class WebConfig:
     port: int = 8765  # TCP port of every site
     min_kb: int = 10  # smallest page, KiB
     max_kb: int = 60  # largest page, KiB
+    site_skew: float = 1.0  # site sizes ~ 1/rank**site_skew (1: Zipf, heavy-tailed; 0: alike)
     cross_host: float = 0.15  # fraction of page links that go to another host
     dead_links: float = 0.02  # fraction of links to paths that answer 404
     redirects: float = 0.03  # fraction of pages moved: linked only through a 301/302
@@ -197,6 +198,8 @@ class WebConfig:
             raise ValueError(f"port must be in 1..65535, not {self.port}")
         if not 4 <= self.min_kb < self.max_kb:
             raise ValueError(f"need 4 <= min_kb < max_kb, not {self.min_kb}, {self.max_kb}")
+        if self.site_skew < 0:
+            raise ValueError(f"site_skew must be >= 0, not {self.site_skew}")
         for name in ("cross_host", "dead_links", "redirects", "unreachable"):
             value = getattr(self, name)
             if not 0.0 <= value <= 0.5:
@@ -461,7 +464,7 @@ class Web:
         self._mean_word = float((self._wlen * slots).sum() / slots.sum())
 
         # Sites: heavy-tailed sizes, at least the home page each; pages grouped by host.
-        weight = 1.0 / rng.permutation(np.arange(1, H + 1))
+        weight = 1.0 / rng.permutation(np.arange(1, H + 1)) ** cfg.site_skew
         sizes = 1 + rng.multinomial(N - H, weight / weight.sum())
         self.site_start = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         host = np.repeat(np.arange(H), sizes)
