@@ -14,7 +14,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
-from bspcrawl.testweb import Web, WebConfig, free_port
+from bspcrawl.testweb import Web, WebConfig, config_argv, free_port
 
 PY = sys.executable
 MPIEXEC = str(Path(PY).parent / "mpiexec")
@@ -22,18 +22,16 @@ UNPACED = ["--min-host-delay", "0", "--response-factor", "0"]  # reproducible sc
 ENV = {**os.environ, "MPIEXEC_TIMEOUT": "300", "PYTHONUNBUFFERED": "1"}
 
 
-def web_args(config: WebConfig) -> list[str]:
-    """The ``testweb`` options that rebuild ``config``."""
-    return ["--seed", str(config.seed), "--pages", str(config.pages), "--hosts",
-            str(config.hosts), "--port", str(config.port)]
-
-
 @contextlib.contextmanager
 def serve(pages: int, hosts: int, seed: int = 1, latency: str | None = None,
-          log: Path | None = None, port: int | None = None) -> Iterator[Web]:
-    """Serve a testweb in a child process for the duration of the block."""
-    config = WebConfig(seed=seed, pages=pages, hosts=hosts, port=port or free_port(hosts))
-    cmd = [PY, "-m", "bspcrawl", "testweb", "serve", *web_args(config)]
+          log: Path | None = None, port: int | None = None, **options: object
+          ) -> Iterator[Web]:
+    """Serve a testweb (``options``: more WebConfig fields) in a child process for the
+    duration of the block."""
+    make = WebConfig.adversarial if options.pop("adversarial", False) else WebConfig
+    config = make(seed=seed, pages=pages, hosts=hosts, port=port or free_port(hosts),
+                  **options)
+    cmd = [PY, "-m", "bspcrawl", "testweb", "serve", *config_argv(config)]
     if latency:
         cmd += ["--latency", latency]
     if log:
