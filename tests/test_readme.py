@@ -11,4 +11,4 @@ README = (Path(__file__).parent.parent / "README.md").read_text()
 def test_every_setting_is_in_the_options_table():
     missing = [f.name for f in fields(Settings) if f"| `{_flag(f.name)}` | `{f.name}` |"
                not in README]
-    assert missing == []
+    assert missing == [], "run scripts/options_table.py"
