@@ -1,16 +1,21 @@
-"""The CBT priority queue (bspcrawl.cbt) against simple models, plus its id table."""
+"""The CBT priority queue (bspcrawl.cbt) against simple models, plus its id table.
+
+``QueueMachine`` is the model-based test of every :class:`BulkQueue`; the QuickHeap and
+binary heap tests subclass it."""
 
 import doctest
 import heapq
+import io
 import random
 
+import h5py
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from bspcrawl.cbt import CBT, IdTable, idtable, tree
+from bspcrawl.cbt import CBT, BlockCache, BulkQueue, IdTable, base, cost, idtable, keys, tree
 
 I64 = np.iinfo(np.int64)
 EMPTY_IDS = np.empty(0, np.int64)
@@ -26,8 +31,15 @@ def pairs(got: tuple[np.ndarray, np.ndarray]) -> list[tuple[int, float]]:
     return list(zip(got[0].tolist(), got[1].tolist(), strict=True))
 
 
-def fill(q: CBT, items: dict[int, float]) -> None:
+def fill(q: BulkQueue, items: dict[int, float]) -> None:
     q.insert_many(np.array(list(items), dtype=np.int64), np.array(list(items.values())))
+
+
+def reloaded(q: BulkQueue) -> BulkQueue:
+    """``q`` saved to an in-memory HDF5 file and loaded back."""
+    with h5py.File(io.BytesIO(), "w") as f:
+        q.save(f.create_group("q"))
+        return type(q).load(f["q"])
 
 
 # ---------------------------------------------------------------- model-based (hypothesis)
@@ -39,11 +51,17 @@ PRIOS = st.sampled_from([0.0, 1.0, 1.0, 2.5, -3.0, float("inf"), float("-inf")])
 
 
 class QueueMachine(RuleBasedStateMachine):
-    """Interleaved bulk and single-item operations; ``_check()`` after every step."""
+    """Interleaved bulk and single-item operations against a dict model (sorted on
+    demand), with save/load; ``_check()`` after every step.  ``make(variant)`` builds
+    the queue under test (a CBT with ``variant`` items per bucket)."""
 
-    @initialize(bucket=st.sampled_from([1, 2, 3, 4, 8]))
-    def start(self, bucket: int) -> None:
-        self.q = CBT(bucket)
+    @staticmethod
+    def make(variant: int) -> BulkQueue:
+        return CBT(variant)
+
+    @initialize(variant=st.sampled_from([1, 2, 3, 4, 8]))
+    def start(self, variant: int) -> None:
+        self.q = self.make(variant)
         self.model: dict[int, float] = {}
 
     @rule(batch=st.dictionaries(IDS, PRIOS, max_size=30))
@@ -85,6 +103,10 @@ class QueueMachine(RuleBasedStateMachine):
         self.q.delete(item)
         del self.model[item]
 
+    @rule()
+    def save_and_load(self) -> None:
+        self.q = reloaded(self.q)
+
     @rule(item=IDS)
     def absent_items_raise(self, item: int) -> None:
         if item in self.model:
@@ -105,7 +127,7 @@ class QueueMachine(RuleBasedStateMachine):
 
 TestQueueMachine = QueueMachine.TestCase
 TestQueueMachine.settings = settings(
-    max_examples=150, stateful_step_count=40, deadline=None,
+    max_examples=100, stateful_step_count=40, deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
 
@@ -114,7 +136,7 @@ TestQueueMachine.settings = settings(
 
 
 def test_docstring_examples():
-    for module in (tree, idtable):
+    for module in (tree, idtable, keys, cost, base):
         assert doctest.testmod(module).failed == 0
 
 
@@ -318,12 +340,12 @@ class Model:
 
 @pytest.mark.parametrize("bucket", [4, 64])
 def test_seeded_stress(bucket):
-    """25,000 random operations per bucket size against the heapq model."""
+    """20,000 random operations per bucket size against the heapq model."""
     rng = random.Random(2008 + bucket)
     gen = np.random.default_rng(2008 + bucket)
     q, m = CBT(bucket), Model()
     next_id = -(2**40)
-    for step in range(25_000):
+    for step in range(20_000):
         op = rng.random()
         if op < 0.35:
             k = rng.choice([0, 1, rng.randrange(3 * bucket + 2)])
@@ -412,3 +434,70 @@ def test_idtable_tombstones():
     assert hc == ha and t.tomb == 0  # the tombstone is reused
     t.remove(np.array([hb]))  # an EMPTY slot follows b: no tombstone left
     assert t.tomb == 0 and t.find(c) == hc and t.find(b) == -1
+
+
+# ---------------------------------------------------------------- counters, I/O, save/load
+
+
+def test_work_counters():
+    rng = np.random.default_rng(5)
+    q = CBT(16)
+    ids = rng.choice(10**9, 5000, replace=False)
+    q.insert_many(ids[:2500], rng.pareto(1.1, 2500))
+    # The batch sort, and the L - 1 matches of the tree grown for it; replays are deferred.
+    assert q.counters["queue/comparisons"] == cost.sort_comparisons(2500) + q._L - 1
+    q.flush()
+    q.insert_many(ids[2500:], rng.pareto(1.1, 2500))
+    c0 = dict(q.counters)
+    q.flush()  # replaying the new buckets' paths charges their matches and exchanges now
+    c = {k: v - c0[k] for k, v in q.counters.items()}
+    assert c["cbt/exchanges"] > 0 and c["cbt/matches"] > 0
+    # A match: 1, plus 1 if the loser is not empty; an exchange of m items: m - 1.
+    merges = c["cbt/exchange_items"] - c["cbt/exchanges"]
+    assert c["cbt/matches"] + merges <= c["queue/comparisons"] <= 2 * c["cbt/matches"] + merges
+    before = q.counters["queue/comparisons"]
+    q.extract_many(400)
+    assert q.counters["queue/comparisons"] > before + 400
+
+
+def test_block_io_counts_each_block_once_when_the_memory_holds_the_queue():
+    rng = np.random.default_rng(6)
+    big, small = BlockCache(memory=10**6, block=16), BlockCache(memory=64, block=16)
+    q = CBT(16, caches=[big, small])
+    for _ in range(10):
+        q.insert_many(rng.integers(-(2**62), 2**62, 300), rng.random(300))
+        q.extract_many(150)
+    assert big.writes == 0 and big.reads <= q._L  # bucket = block: each read once at most
+    assert small.reads > big.reads and small.writes > 0
+
+
+def test_save_load_is_exact():
+    rng = np.random.default_rng(8)
+    q = CBT(8)
+    q.insert_many(np.arange(3000), rng.pareto(1.5, 3000))
+    q.extract_many(1111)
+    q.insert_many(np.arange(5000, 5100), rng.random(100))  # pending replays are saved too
+    copy = reloaded(q)
+    for name in ("_s", "_h", "_cnt", "_cbt"):
+        assert np.array_equal(getattr(q, name), getattr(copy, name))
+    assert vars(q._table).keys() == vars(copy._table).keys()
+    for name, v in vars(q._table).items():
+        assert np.array_equal(v, getattr(copy._table, name))
+    assert copy._dirty == q._dirty and copy.counters == q.counters and len(copy) == len(q)
+    for a in (q, copy):
+        a.update(5003, 9.0)
+        a.delete(17)
+        a.insert_many(np.arange(-50, 0), np.ones(50))
+    assert pairs(q.extract_many(700)) == pairs(copy.extract_many(700))
+    assert copy.counters == q.counters
+    copy._check()
+
+
+def test_load_refuses_another_kind():
+    from bspcrawl.cbt import QuickHeap
+    with h5py.File(io.BytesIO(), "w") as f:
+        QuickHeap().save(f.create_group("q"))
+        with pytest.raises(ValueError, match="QuickHeap"):
+            CBT.load(f["q"])
+        with pytest.raises(ValueError, match="None"):
+            CBT.load(f.create_group("empty"))

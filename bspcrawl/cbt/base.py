@@ -7,7 +7,7 @@ what the three have in common -- argument checks, the id table (id -> handle, an
 ``vals[handle]``: where the item sits), the size, the work counters, the simulated
 block caches, saving to HDF5 -- and each queue implements the few steps that differ
 (``_insert``, ``_extract``, ``_peek``, ``_update``, ``_delete``, ``_remap``,
-``_check``, ``_save``, ``_load``).
+``_settle``, ``_check``, ``_save``, ``_load``).
 
 Items are distinct int64 ids with float64 priorities, held in numpy arrays (no Python
 object per item).  Order: priority descending, ties to the smaller id.
@@ -25,9 +25,7 @@ import numpy as np
 
 from bspcrawl.cbt.cost import BlockCache
 from bspcrawl.cbt.idtable import IdTable
-from bspcrawl.cbt.keys import (
-    as_count, as_id, as_ids, as_priorities, as_priority, decode, encode,
-)
+from bspcrawl.cbt.keys import as_count, as_id, as_ids, as_priorities, as_priority, decode, encode
 
 FORMAT = 1  # version of the saved layout
 
@@ -146,8 +144,8 @@ class BulkQueue(ABC):
         BulkQueue.__init__(q, caches)
         q._table = IdTable.load(group["table"])
         q._size = int(group.attrs["size"])
-        q.counters.update(json.loads(group.attrs["counters"]))
         q._load(group)
+        q.counters.update(json.loads(group.attrs["counters"]))
         return q
 
     # ------------------------------------------------------------------ for the queues
@@ -174,8 +172,9 @@ class BulkQueue(ABC):
         for c in self.caches:
             c.touch_ranges(starts, counts, write)
 
+    @abstractmethod
     def _settle(self) -> None:
-        """Housekeeping after each change (resizing, repacking); none by default."""
+        """Housekeeping after each change (resizing, repacking)."""
 
     @abstractmethod
     def _insert(self, keys: np.ndarray, ids: np.ndarray, handles: np.ndarray) -> None:

@@ -23,6 +23,7 @@ read; evicting a block written since it was read is one block write.
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Iterable
 
@@ -38,11 +39,11 @@ def sort_comparisons(m: int) -> int:
 
 
 def merge_comparisons(m: int, runs: int = 2) -> int:
-    """Merging ``runs`` sorted runs holding m items in all: m - 1 for two runs,
-    m * ceil(lg runs) with a tournament of runs."""
+    """Merging sorted runs until m items are out: m - 1 for two runs, m lg(runs)
+    (rounded up) with a tournament of more runs."""
     if runs < 2 or m < 2:
         return 0
-    return m - 1 if runs == 2 else m * (runs - 1).bit_length()
+    return m - 1 if runs == 2 else math.ceil(m * math.log2(runs))
 
 
 class BlockCache:

@@ -1,4 +1,4 @@
-"""The CBT priority queue with bucket leaves (Marin, Paredes, Bonacic, WIDM 2008, section 3).
+"""The CBT priority queue with bucket leaves (Marin, Paredes, Bonacic, WIDM 2008, Figs. 1-2).
 
 Section 3 of the paper ("Priority queues: log worst case approach") keeps the frontier
 in a complete binary tree ``CBT[2N]`` whose internal nodes hold the id of the leaf that
@@ -50,6 +50,8 @@ How this module maps to the paper
 * Replays are deferred: mutations only mark leaves dirty, and the next read of the
   order (extract, peek, ``_check``) replays them all at once, so an insert-many
   followed by an extract-many (one superstep) replays each dirty path once.
+  :meth:`CBT.flush` replays them now (to charge the work to the operation that
+  caused it, as Table 1 does).
 * ``extract_many(r)``: the paper extracts the champion's bucket and runs Fig. 2 once
   per bucket.  We visit buckets best-first from the champion down the heap of
   buckets (the children of bucket ``b`` are the losers along ``b``'s winning path)
@@ -66,7 +68,7 @@ Worked example (``bucket_size=2``, priorities shown instead of sort keys)::
     >>> q = CBT(bucket_size=2)
     >>> q.insert_many(np.array([10, 11, 12, 13, 14, 15, 16]),
     ...               np.array([0.5, 0.9, 0.1, 0.7, 0.3, 0.8, 0.6]))
-    >>> q._flush()
+    >>> q.flush()
     >>> q._cbt.tolist()                    # node 1 (root) .. 3, then leaves 4..7
     [0, 0, 0, 2, 0, 1, 2, 3]
     >>> [q._decode(q._s[j, :q._cnt[j]]).tolist() for j in range(4)]
@@ -84,41 +86,38 @@ O(r/n) of them, O(h) each to list their children), plus the replay of the emptie
 buckets' paths as above.  ``update`` / ``delete``: O(n) in the bucket plus a replay
 of one path, O(n log L).  ``peek(r)``: as extract, without the replay.
 ``len``, ``in``: O(1) expected.
+
+Work counted (see :mod:`bspcrawl.cbt.cost`): a match is 1 comparison (the winner)
+plus 1 when the loser is not empty (the heap-order test); an exchange merges two
+sorted buckets (m - 1); a batch is sorted (merge-sort count); an update scans its
+bucket.  Extraction counts the heap of buckets (lg of its final size per push or pop), the
+scan of each visited bucket's prefix that beats the best unseen bucket (one per item
+taken, one per scan that stops; a scan resumes where it stopped when more buckets
+are visited), and a tournament merge of those prefixes for the r items output.  Block I/O: the item
+slots of bucket ``j`` are ``j*n .. j*n + n - 1``; every read or write of bucket
+contents is reported, while the tournament ``CBT[]``, the counts and each bucket's
+best and worst key (4 words per bucket, 2/n of the items) are taken as resident.
 """
 
 from __future__ import annotations
 
 import heapq
-import operator
+from collections.abc import Sequence
 
+import h5py
 import numpy as np
 
-from bspcrawl.cbt.idtable import IdTable
-
-PAD = np.iinfo(np.int64).max  # sort key of an empty bucket slot: after every real key
-_FLIP = np.int64(0x7FFF_FFFF_FFFF_FFFF)
-_INT64 = (-(2**63), 2**63 - 1)
+from bspcrawl.cbt.base import BulkQueue
+from bspcrawl.cbt.cost import BlockCache, merge_comparisons, sort_comparisons
+from bspcrawl.cbt.keys import PAD, decode, order
 
 
-def _encode(priorities: np.ndarray) -> np.ndarray:
-    """float64 priorities (no NaN) -> int64 keys, ascending = higher priority first."""
-    bits = (0.0 - priorities).view(np.int64)  # 0.0 - x also folds -0.0 into +0.0
-    return bits ^ ((bits >> 63) & _FLIP)
-
-
-def _decode(keys: np.ndarray) -> np.ndarray:
-    """Inverse of :func:`_encode`."""
-    bits = keys ^ ((keys >> 63) & _FLIP)
-    return 0.0 - bits.view(np.float64)
-
-
-class CBT:
+class CBT(BulkQueue):
     """Bulk priority queue of int64 ids with float64 priorities (higher = first).
 
-    Build / change: :meth:`insert_many`, :meth:`update`, :meth:`delete`.
-    Read: :meth:`extract_many`, :meth:`peek`, ``len(q)``, ``bool(q)``, ``id in q``.
-    Debug: :meth:`_check` asserts every invariant; ``counters`` counts tree work.
-    Ties between equal priorities go to the smaller id.
+    The API of :class:`~bspcrawl.cbt.base.BulkQueue`, plus :meth:`flush`.  Ties
+    between equal priorities go to the smaller id.  ``counters`` also counts the
+    tournament's work (``cbt/matches``, ``cbt/exchanges``, ...).
 
     >>> q = CBT(bucket_size=4)
     >>> q.insert_many(np.array([5, -2, 9]), np.array([0.5, 2.0, 0.5]))
@@ -130,27 +129,22 @@ class CBT:
     (1, True, False)
     """
 
-    _decode = staticmethod(_decode)
+    counter_names = ("cbt/matches", "cbt/exchanges", "cbt/exchange_items", "cbt/repacks",
+                     "cbt/rebuilds")
+    _decode = staticmethod(decode)
 
-    def __init__(self, bucket_size: int = 256) -> None:
+    def __init__(self, bucket_size: int = 256, caches: Sequence[BlockCache] = ()) -> None:
         if isinstance(bucket_size, bool) or not isinstance(bucket_size, int | np.integer):
             raise TypeError(f"bucket_size must be an int, got {type(bucket_size).__name__}")
         if bucket_size < 1:
             raise ValueError(f"bucket_size must be >= 1, got {bucket_size}")
+        super().__init__(caches)
         self._n = int(bucket_size)
         self._col = np.arange(self._n)
-        self.counters: dict[str, int] = {"cbt/matches": 0, "cbt/exchanges": 0,
-                                         "cbt/exchange_items": 0, "cbt/repacks": 0,
-                                         "cbt/rebuilds": 0}
-        self._reset()
-
-    def _reset(self, leaves: int = 1) -> None:
-        """Empty queue with ``leaves`` (a power of two) empty buckets."""
-        self._table = IdTable()
-        self._size = 0
-        self._alloc(leaves)
+        self._alloc(1)
 
     def _alloc(self, leaves: int) -> None:
+        """Empty buckets: ``leaves`` (a power of two) of them."""
         self._L = leaves
         self._s = np.full((leaves, self._n), PAD, np.int64)
         self._h = np.zeros((leaves, self._n), np.int64)
@@ -160,92 +154,58 @@ class CBT:
         self._dirty: set[int] = set()
         self._build()
 
-    # ------------------------------------------------------------------ public API
-
     @property
     def bucket_size(self) -> int:
         """The bucket size n (items per leaf)."""
         return self._n
 
-    def __len__(self) -> int:
-        """Number of items.  O(1)."""
-        return self._size
-
-    def __bool__(self) -> bool:
-        return self._size > 0
-
-    def __contains__(self, item: object) -> bool:
-        """Whether id ``item`` is queued.  O(1) expected."""
-        try:
-            key = operator.index(item)  # type: ignore[arg-type]
-        except TypeError:
-            return False
-        if isinstance(item, bool) or not _INT64[0] <= key <= _INT64[1]:
-            return False
-        return self._table.find(key) >= 0
-
-    def insert_many(self, ids: np.ndarray, priorities: np.ndarray) -> None:
-        """Insert R new items.  O(R log R) plus the deferred replay (see module doc).
-
-        ``ids``: 1-D integers (converted to int64; floats, bools, objects: TypeError);
-        ``priorities``: 1-D reals of the same length (converted to float64; NaN:
-        ValueError).  ValueError, and nothing inserted, if an id is already queued or
-        repeated in ``ids``; use :meth:`update` to change a priority."""
-        ids = _as_ids(ids)
-        prios = _as_priorities(priorities, ids.shape)
-        if ids.size == 0:
+    def flush(self) -> None:
+        """Replay the matches on the paths of all dirty leaves now, level by level
+        (Fig. 2); otherwise the next extract or peek does it."""
+        if not self._dirty:
             return
-        keys = _encode(prios)
-        remap = self._table.reserve(ids.size)
-        if remap is not None:
-            self._remap(remap)
-        handles = self._table.insert(ids)
-        order = self._order(keys, ids)
-        self._place(keys[order], handles[order])
-        self._size += ids.size
-        self._maintain()
+        nodes = np.fromiter(self._dirty, np.int64, len(self._dirty)) + self._L
+        self._dirty.clear()
+        while self._L > 1 and nodes[0] > 1:
+            nodes = np.unique(nodes >> 1)
+            self._match(nodes)
 
-    def extract_many(self, r: int) -> tuple[np.ndarray, np.ndarray]:
-        """Remove and return the min(r, len) best items: (int64 ids, float64 priorities),
-        by non-increasing priority (ties: smaller id first).
-        O(r log r + (r/n) log L) plus the replay of the emptied buckets."""
-        r = min(_as_count(r), self._size)
-        if r == 0:
-            return np.empty(0, np.int64), np.empty(0, np.float64)
+    # ------------------------------------------------------------------ the queue steps
+
+    def _insert(self, keys: np.ndarray, ids: np.ndarray, handles: np.ndarray) -> None:
+        """Sort the batch, write it into buckets; O(R log R) plus the deferred replay."""
+        o = order(keys, ids)
+        self._compared(sort_comparisons(keys.size))
+        self._place(keys[o], handles[o])
+
+    def _extract(self, r: int) -> tuple[np.ndarray, np.ndarray]:
+        """The best r items leave the fronts of the buckets visited; the emptied
+        buckets are marked dirty.  O(r log r + (r/n) log L) plus their replay."""
         if r == self._size:
-            ids, prios = self._all()
-            self._reset()
-            return ids, prios
+            keys, handles = self._all()
+            self._alloc(1)
+            return keys, handles
         rows, take, keys, handles = self._top(r)
         n, s, h, cnt = self._n, self._s, self._h, self._cnt
         left = cnt[rows] - take
+        if self.caches:
+            self._touch_ranges(rows * n, cnt[rows], write=True)
         src = np.minimum(take[:, None] + self._col, n - 1) + (rows * n)[:, None]
         keep = self._col < left[:, None]
         s[rows] = np.where(keep, s.ravel()[src], PAD)
         h[rows] = np.where(keep, h.ravel()[src], 0)
         cnt[rows] = left
         self._dirty.update(rows[left == 0].tolist())
-        ids = self._table.keys[handles]
-        self._table.remove(handles)
-        self._size -= r
-        self._maintain()
-        return ids, _decode(keys)
+        return keys, handles
 
-    def peek(self, r: int = 1) -> tuple[np.ndarray, np.ndarray]:
-        """The items ``extract_many(r)`` would return, without removing them."""
-        r = min(_as_count(r), self._size)
-        if r == 0:
-            return np.empty(0, np.int64), np.empty(0, np.float64)
+    def _peek(self, r: int) -> tuple[np.ndarray, np.ndarray]:
         if r == self._size:
             return self._all()
         _, _, keys, handles = self._top(r)
-        return self._table.keys[handles], _decode(keys)
+        return keys, handles
 
-    def update(self, item: int, priority: float) -> None:
-        """Give queued id ``item`` a new priority (KeyError if absent).
-        O(n) in its bucket plus the replay of one path, O(n log L)."""
-        key = int(_encode(np.array([_as_priority(priority)]))[0])
-        handle = self._find(item)
+    def _update(self, handle: int, key: int) -> None:
+        """Move the item within its bucket: O(n), plus the replay of one path."""
         row = int(self._table.vals[handle])
         c = int(self._cnt[row])
         rs, rh = self._s[row, :c], self._h[row, :c]
@@ -253,13 +213,14 @@ class CBT:
         rs, rh = np.delete(rs, i), np.delete(rh, i)
         ident = int(self._table.keys[handle])
         j = int(np.count_nonzero((rs < key) | ((rs == key) & (self._table.keys[rh] < ident))))
+        self._compared(c - 1)
         self._s[row, :c] = np.insert(rs, j, key)
         self._h[row, :c] = np.insert(rh, j, handle)
+        self._touch_range(row * self._n, row * self._n + c, write=True)
         self._dirty.add(row)
 
-    def delete(self, item: int) -> None:
-        """Remove queued id ``item`` (KeyError if absent).  Cost as :meth:`update`."""
-        handle = self._find(item)
+    def _delete(self, handle: int) -> None:
+        """Close the gap in its bucket: O(n), plus the replay of one path."""
         row = int(self._table.vals[handle])
         c = int(self._cnt[row])
         i = int(np.flatnonzero(self._h[row, :c] == handle)[0])
@@ -268,10 +229,22 @@ class CBT:
         self._s[row, c - 1] = PAD
         self._h[row, c - 1] = 0
         self._cnt[row] = c - 1
-        self._table.remove(np.array([handle]))
-        self._size -= 1
+        self._touch_range(row * self._n, row * self._n + c, write=True)
         self._dirty.add(row)
-        self._maintain()
+
+    def _remap(self, remap: np.ndarray) -> None:
+        valid = self._col < self._cnt[:, None]
+        self._h[valid] = remap[self._h[valid]]
+
+    def _settle(self) -> None:
+        """Keep buckets mostly full and the tree at most ~8x larger than needed."""
+        used = int(np.count_nonzero(self._cnt))
+        if self._L > 16 and 8 * used < self._L:
+            self._rebuild()
+            return
+        partial = np.flatnonzero((self._cnt > 0) & (self._cnt < self._n))
+        if partial.size > 4 + used // 4:
+            self._repack(partial)
 
     # ------------------------------------------------------------------ the tournament
 
@@ -300,17 +273,8 @@ class CBT:
             v = np.arange(lo, 2 * lo)
             a, b = self._cbt[2 * v], self._cbt[2 * v + 1]
             self._cbt[v] = np.where(self._winners(a, b)[0], a, b)
+            self._compared(lo)
             lo //= 2
-
-    def _flush(self) -> None:
-        """Replay the matches on the paths of all dirty leaves, level by level (Fig. 2)."""
-        if not self._dirty:
-            return
-        nodes = np.fromiter(self._dirty, np.int64, len(self._dirty)) + self._L
-        self._dirty.clear()
-        while self._L > 1 and nodes[0] > 1:
-            nodes = np.unique(nodes >> 1)
-            self._match(nodes)
 
     def _match(self, v: np.ndarray) -> None:
         """Play the matches at internal nodes v (all on one level)."""
@@ -321,7 +285,9 @@ class CBT:
         self.counters["cbt/matches"] += v.size
         # The loser must not hold an item that beats the winner's worst one.
         bs, bi = self._s[lo, 0], self._ids(self._h[lo, 0])
-        clash = (self._cnt[lo] > 0) & ((bs < ws) | ((bs == ws) & (bi < wi)))
+        busy = self._cnt[lo] > 0
+        self._compared(v.size + int(np.count_nonzero(busy)))
+        clash = busy & ((bs < ws) | ((bs == ws) & (bi < wi)))
         if clash.any():
             self._exchange(w[clash], lo[clash])
 
@@ -342,8 +308,13 @@ class CBT:
         vals[hand[:, :n][keep]] = np.broadcast_to(w[:, None], keep.shape)[keep]
         lkeep = col < cl
         vals[lh[lkeep]] = np.broadcast_to(lo[:, None], lkeep.shape)[lkeep]
+        items = int(cw.sum() + cl.sum())
         self.counters["cbt/exchanges"] += k
-        self.counters["cbt/exchange_items"] += int(cw.sum() + cl.sum())
+        self.counters["cbt/exchange_items"] += items
+        self._compared(items - k)
+        if self.caches:
+            starts = np.column_stack((w, lo)).ravel() * n
+            self._touch_ranges(starts, np.column_stack((cw, cl)).ravel(), write=True)
 
     def _sort_rows(self, keys: np.ndarray, hand: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Sort each row by (key, id); PAD slots last.  Rows made of sorted runs cost O(m)
@@ -358,21 +329,13 @@ class CBT:
             sk = keys.ravel()[flat]
         return sk, hand.ravel()[flat]
 
-    def _order(self, keys: np.ndarray, ids: np.ndarray) -> np.ndarray:
-        """Argsort of one batch by (key, id)."""
-        o = np.argsort(keys, kind="stable")
-        sk = keys[o]
-        if (sk[1:] == sk[:-1]).any():
-            o = np.lexsort((ids, keys))
-        return o
-
     # ------------------------------------------------------------------ bulk steps
 
     def _top(self, r: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """The best r items (0 < r < len): (bucket rows, items taken from each row's
         front, keys, handles), best first.  Visits buckets best-first from the champion
         until the items seen that beat every unseen bucket number at least r."""
-        self._flush()
+        self.flush()
         s, h, cnt, cbt, L = self._s, self._h, self._cnt, self._cbt, self._L
         keys = self._table.keys
 
@@ -381,7 +344,7 @@ class CBT:
 
         frontier = [entry(cbt.item(1))]
         seen: list[int] = []
-        total, target = 0, r
+        total, target, work = 0, r, 0
         while True:
             while frontier and total < target:
                 b = heapq.heappop(frontier)[2]
@@ -404,21 +367,29 @@ class CBT:
             if tie.any():
                 good |= tie & (keys[rh] < mid)
             got = int(np.count_nonzero(good))
+            work += int(np.count_nonzero(good.sum(1) < cnt[rows]))  # scans that stopped
             if got >= r:
                 break
             target = total + r - got
         gs, gh = rs[good], rh[good]
-        o = self._order(gs, keys[gh])[:r]
+        o = order(gs, keys[gh])[:r]
         take = np.bincount(np.nonzero(good)[0][o], minlength=rows.size)
+        runs = int(np.count_nonzero(good.any(1)))
+        heap_ops = 2 * len(seen) + len(frontier) - 1  # pops, and pushes of all but the root
+        work += heap_ops * max(1, len(frontier).bit_length())
+        self._compared(work + gs.size + merge_comparisons(r, runs))
+        if self.caches:
+            self._touch_ranges(rows * self._n, cnt[rows], write=False)
         return rows, take, gs[o], gh[o]
 
     def _all(self) -> tuple[np.ndarray, np.ndarray]:
-        """Every item, best first.  O(N log N)."""
+        """Every item, best first: a merge of the sorted buckets.  O(N log N)."""
         valid = self._col < self._cnt[:, None]
         keys, hand = self._s[valid], self._h[valid]
-        ids = self._ids(hand)
-        o = self._order(keys, ids)
-        return ids[o], _decode(keys[o])
+        o = order(keys, self._ids(hand))
+        self._compared(merge_comparisons(keys.size, int(np.count_nonzero(self._cnt))))
+        self._touch_range(0, self._L * self._n, write=False)
+        return keys[o], hand[o]
 
     def _place(self, keys: np.ndarray, hand: np.ndarray) -> None:
         """Write a sorted batch into buckets: full buckets into empty leaves, the rest
@@ -438,6 +409,8 @@ class CBT:
         self._h[rows] = hand[: full * n].reshape(full, n)
         self._cnt[rows] = n
         self._table.vals[hand[: full * n]] = np.repeat(rows, n)
+        if self.caches:
+            self._touch_ranges(rows * n, np.full(full, n), write=True)
         if rest:
             tk, th = keys[full * n:], hand[full * n:]
             if host < 0:
@@ -449,6 +422,8 @@ class CBT:
             self._h[host, : c + rest] = rh[0]
             self._cnt[host] = c + rest
             self._table.vals[th] = host
+            self._compared(merge_comparisons(c + rest) if c else 0)
+            self._touch_range(host * n, host * n + c + rest, write=True)
             rows = np.append(rows, host)
         self._dirty.update(rows.tolist())
 
@@ -457,7 +432,7 @@ class CBT:
         doubles the tree when there are too few."""
         empty = np.flatnonzero(self._cnt == 0)
         if empty.size < need:
-            self._flush()
+            self.flush()
             leaves = self._L
             while leaves - (self._L - empty.size) < need:
                 leaves *= 2
@@ -482,26 +457,14 @@ class CBT:
         self._cbt[leaves:] = np.arange(leaves)
         self._build()
 
-    def _remap(self, remap: np.ndarray) -> None:
-        """The id table rehashed: translate the handles stored in the buckets."""
-        valid = self._col < self._cnt[:, None]
-        self._h[valid] = remap[self._h[valid]]
-
-    def _maintain(self) -> None:
-        """Keep buckets mostly full and the tree at most ~8x larger than needed."""
-        used = int(np.count_nonzero(self._cnt))
-        if self._L > 16 and 8 * used < self._L:
-            self._rebuild()
-            return
-        partial = np.flatnonzero((self._cnt > 0) & (self._cnt < self._n))
-        if partial.size > 4 + used // 4:
-            self._repack(partial)
-
     def _repack(self, rows: np.ndarray) -> None:
         """Merge the items of these buckets into as few full buckets as possible."""
         valid = self._col < self._cnt[rows][:, None]
         keys, hand = self._s[rows][valid], self._h[rows][valid]
-        o = self._order(keys, self._ids(hand))
+        o = order(keys, self._ids(hand))
+        self._compared(merge_comparisons(keys.size, rows.size))
+        if self.caches:
+            self._touch_ranges(rows * self._n, self._cnt[rows], write=False)
         self._s[rows] = PAD
         self._h[rows] = 0
         self._cnt[rows] = 0
@@ -511,10 +474,7 @@ class CBT:
 
     def _rebuild(self) -> None:
         """Lay every item out again in sorted full buckets (heap order holds trivially)."""
-        valid = self._col < self._cnt[:, None]
-        keys, hand = self._s[valid], self._h[valid]
-        o = self._order(keys, self._ids(hand))
-        keys, hand = keys[o], hand[o]
+        keys, hand = self._all()
         remap = self._table.reserve(0)  # the table may shrink too
         if remap is not None:
             hand = remap[hand]
@@ -527,23 +487,36 @@ class CBT:
         self._s, self._h = flat_s.reshape(leaves, self._n), flat_h.reshape(leaves, self._n)
         self._cnt[:] = np.clip(keys.size - np.arange(leaves) * self._n, 0, self._n)
         self._table.vals[hand] = np.arange(keys.size) // self._n
+        self._touch_range(0, keys.size, write=True)
         self._build()
         self.counters["cbt/rebuilds"] += 1
 
-    def _find(self, item: object) -> int:
-        if isinstance(item, bool):
-            raise TypeError("ids are integers, not bool")
-        key = operator.index(item)  # type: ignore[arg-type]
-        handle = self._table.find(key) if _INT64[0] <= key <= _INT64[1] else -1
-        if handle < 0:
-            raise KeyError(item)
-        return handle
+    # ------------------------------------------------------------------ state
 
-    # ------------------------------------------------------------------ invariants
+    def _save(self, group: h5py.Group) -> None:
+        valid = self._col < self._cnt[:, None]
+        group.attrs["bucket_size"] = self._n
+        group.create_dataset("keys", data=self._s[valid])
+        group.create_dataset("handles", data=self._h[valid])
+        group.create_dataset("counts", data=self._cnt)
+        group.create_dataset("tournament", data=self._cbt)
+        group.create_dataset("dirty", data=np.array(sorted(self._dirty), np.int64))
+
+    def _load(self, group: h5py.Group) -> None:
+        self._n = int(group.attrs["bucket_size"])
+        self._col = np.arange(self._n)
+        cnt = group["counts"][()].astype(np.int64)
+        self._alloc(cnt.size)
+        valid = self._col < cnt[:, None]
+        self._cnt[:] = cnt
+        self._s[valid] = group["keys"][()]
+        self._h[valid] = group["handles"][()]
+        self._cbt[:] = group["tournament"][()]
+        self._dirty = set(group["dirty"][()].tolist())
 
     def _check(self) -> None:
         """Assert every invariant (replaying pending matches first)."""
-        self._flush()
+        self.flush()
         n, L, s, h, cnt, cbt = self._n, self._L, self._s, self._h, self._cnt, self._cbt
         assert L >= 1 and L & (L - 1) == 0 and s.shape == h.shape == (L, n)
         assert cnt.shape == (L,) and cbt.shape == (2 * L,)
@@ -571,46 +544,3 @@ class CBT:
             bs, bi = s[lo, 0], self._ids(h[lo, 0])
             ok = (cnt[lo] == 0) | (ws < bs) | ((ws == bs) & (wi < bi))
             assert ok.all(), "heap order broken between a winner and its loser"
-
-
-def _as_count(r: object) -> int:
-    if isinstance(r, bool):
-        raise TypeError("r must be an int")
-    r = operator.index(r)  # type: ignore[arg-type]
-    if r < 0:
-        raise ValueError(f"r must be >= 0, got {r}")
-    return r
-
-
-def _as_ids(ids: object) -> np.ndarray:
-    a = np.asarray(ids)
-    if a.ndim != 1:
-        raise ValueError(f"ids must be 1-D, got shape {a.shape}")
-    if a.size == 0 and a.dtype.kind in "iuf":
-        return np.empty(0, np.int64)
-    if a.dtype.kind not in "iu":
-        raise TypeError(f"ids must be integers, got dtype {a.dtype}")
-    if a.dtype == np.uint64 and (a > _INT64[1]).any():
-        raise ValueError("ids must fit in int64")
-    return a.astype(np.int64)
-
-
-def _as_priorities(priorities: object, shape: tuple[int, ...]) -> np.ndarray:
-    p = np.asarray(priorities)
-    if p.size and p.dtype.kind not in "iuf":
-        raise TypeError(f"priorities must be real numbers, got dtype {p.dtype}")
-    p = p.astype(np.float64)
-    if p.shape != shape:
-        raise ValueError(f"priorities have shape {p.shape}, ids {shape}")
-    if np.isnan(p).any():
-        raise ValueError("priorities must not be NaN")
-    return p
-
-
-def _as_priority(priority: object) -> float:
-    if isinstance(priority, bool) or not isinstance(priority, int | float | np.number):
-        raise TypeError(f"priority must be a real number, got {type(priority).__name__}")
-    p = float(priority)
-    if p != p:
-        raise ValueError("priority must not be NaN")
-    return p
