@@ -1,20 +1,31 @@
-"""Benchmark of bspcrawl.robots.links.parse_html: link extraction and index text.
+"""Benchmark of bspcrawl.robots.links.parse_html (lexbor) against the same job done with lxml.
 
-Generates synthetic ~50 KB HTML pages with ~300 links each (navigation shared by
-every page, relative links within the directory and across directories,
-absolute links to other sites, fragments, repeated hrefs, a <base>, script and
-style), then times ``parse_html`` over them in one process (so the figures are
-per core) with CPU time (``time.process_time``):
+Two sets of pages:
 
-* cold: a new LinkCache, first pass over the pages;
-* warm: the same LinkCache, second pass (a long crawl of a site is mostly warm);
-* no cache: a new LinkCache for every page (per-page de-duplication only);
-* stages: lxml parse + free alone, the tree walk, text extraction.
+* synthetic: ~50 KB pages with ~300 links each (navigation shared by every page,
+  relative links within the directory and across directories, absolute links to
+  other sites, fragments, repeated hrefs, a <base>, script and style);
+* testweb: the first pages of the local web (``bspcrawl.testweb``, default
+  ``WebConfig``), about 23 KB of text and 30 links each.
 
-Prints a table, writes JSON to --out, and with --profile prints the top of a
-cProfile of the warm pass.
+For each, in one process (so the figures are per core), with CPU time
+(``time.process_time``), best of --repeat runs interleaved so that drifts in the
+load hit every figure alike:
 
-    .venv/bin/python scripts/bench_links.py [--pages 200] [--repeat 3] [--profile]
+* full job: ``parse_html`` (links, text, title, meta robots) with a warm LinkCache
+  (a long crawl of a site is mostly warm), and with a cold one;
+* links only: the same without the index text (parse, link elements, resolution);
+* parse + free: the parser alone;
+* markup scan: lexbor only, the scan for hostile nesting before each parse;
+* term_counts of the pages' text (``bspcrawl.index.terms``), parser-independent, and
+  as it was before (a regex looked for over-long tokens in the whole text).
+
+The lxml side is the implementation ``parse_html`` had before lexbor
+(``lxml_parse_html`` below, same LinkCache); both are checked to find the same
+links. Prints a table, writes JSON to --out, and with --profile prints the top of
+a cProfile of the lexbor warm pass.
+
+    .venv/bin/python scripts/bench_links.py [--pages 100] [--repeat 21] [--profile]
 """
 
 from __future__ import annotations
@@ -25,14 +36,22 @@ import json
 import platform
 import pstats
 import random
+import re
 import sys
 import time
+from collections import Counter
+from importlib.metadata import version
 from pathlib import Path
 
 from lxml import etree
+from selectolax.lexbor import LexborHTMLParser
 
+from bspcrawl.index import terms
 from bspcrawl.index.terms import term_counts
-from bspcrawl.robots.links import LinkCache, _parser, parse_html
+from bspcrawl.robots import links as lexbor_links
+from bspcrawl.robots.links import LinkCache, ParsedPage, parse_html
+from bspcrawl.testweb import Web, WebConfig
+from bspcrawl.urls import parse, resolve
 
 SITE = "http://127.1.0.1:8080"
 _VOCABULARY = (
@@ -104,6 +123,155 @@ def make_page(i: int, n_pages: int, rng: random.Random, size: int = 50_000) -> b
     return "".join(parts).encode()
 
 
+def testweb_pages(n: int) -> list[tuple[bytes, str]]:
+    """The first *n* pages of the local web, with their URLs."""
+    web = Web(WebConfig())
+    return [(web.html(i), web.url(i)) for i in range(n)]
+
+
+# -- the lxml implementation parse_html had before lexbor (for comparison) --------------
+
+_LXML_PARSERS: dict[str | None, etree.HTMLParser] = {}
+_LXML_TAGS = ("a", "area", "link", "frame", "iframe", "meta", "base", "title")
+_DECLARED = re.compile(rb"<meta[^>]+charset", re.I)
+
+
+def _lxml_parser(encoding: str | None) -> etree.HTMLParser:
+    parser = _LXML_PARSERS.get(encoding)
+    if parser is None:
+        parser = _LXML_PARSERS[encoding] = etree.HTMLParser(
+            encoding=encoding, collect_ids=False, remove_comments=True, remove_pis=True,
+            no_network=True,
+        )
+    return parser
+
+
+def _lxml_encoding(body: bytes, charset: str | None) -> str | None:
+    if body.startswith((b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")):
+        return None
+    if charset:
+        return charset.strip().lower()
+    if body.isascii() or _DECLARED.search(body, 0, 1024):
+        return None
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    return "utf-8"
+
+
+def _lxml_tree(body: bytes, charset: str | None) -> etree._Element | None:
+    try:
+        parser = _lxml_parser(_lxml_encoding(body, charset))
+    except LookupError:
+        parser = _lxml_parser(_lxml_encoding(body, None))
+    try:
+        return etree.fromstring(body, parser)
+    except (etree.LxmlError, ValueError):
+        return None
+
+
+def _lxml_links(root: etree._Element, url: str, links: LinkCache) -> tuple:
+    """(links, title, noindex, nofollow) from an lxml tree, as parse_html did."""
+    hrefs: list[str] = []
+    add = hrefs.append
+    base_href = title = None
+    robots: list[str] = []
+    for el in root.iter(_LXML_TAGS):
+        tag = el.tag
+        if tag == "a" or tag == "area":
+            href = el.get("href")
+        elif tag == "link":
+            rel = el.get("rel")
+            if not rel:
+                continue
+            rels = set(rel.lower().split())
+            if rels.isdisjoint({"canonical", "alternate", "next"}) or not rels.isdisjoint(
+                    {"stylesheet", "icon"}):
+                continue
+            href = el.get("href")
+        elif tag == "iframe" or tag == "frame":
+            href = el.get("src")
+        elif tag == "meta":
+            name = el.get("name")
+            if name and name.strip().lower() == "robots":
+                robots.append(el.get("content") or "")
+                continue
+            equiv = el.get("http-equiv")
+            if not (equiv and equiv.strip().lower() == "refresh"):
+                continue
+            href = lexbor_links._refresh_url(el.get("content") or "")
+        elif tag == "base":
+            if base_href is None:
+                base_href = el.get("href")
+            continue
+        else:
+            if title is None:
+                title = " ".join(el.text.split()) if el.text else ""
+            continue
+        if href is not None:
+            add(href.partition("#")[0] if "#" in href else href)
+    directives = set(",".join(robots).lower().replace(",", " ").split())
+    noindex = bool(directives & {"noindex", "none"})
+    nofollow = bool(directives & {"nofollow", "none"})
+    page_links: list[str] = []
+    page_url_ = parse(url)
+    if page_url_ is not None and not nofollow and hrefs:
+        base = page_url_
+        if base_href is not None:
+            base = resolve(base_href, page_url_) or page_url_
+        page_links = links.resolve_unique(dict.fromkeys(hrefs), base)
+    return page_links, title or "", noindex, nofollow
+
+
+def lxml_parse_html(body: bytes, url: str, links: LinkCache, *, charset=None) -> ParsedPage:
+    """parse_html as it was with lxml."""
+    root = _lxml_tree(body, charset)
+    if root is None:
+        return ParsedPage()
+    page_links, title, noindex, nofollow = _lxml_links(root, url, links)
+    text = b""
+    if not noindex:
+        body_el = root.find("body")
+        if body_el is not None:
+            etree.strip_elements(body_el, "script", "style", with_tail=False)
+            text = etree.tostring(body_el, method="text", encoding="utf-8", with_tail=False)
+        text = title.encode() + b"\n" + text
+    return ParsedPage(page_links, text, title, noindex, nofollow)
+
+
+def lxml_links_only(body: bytes, url: str, links: LinkCache) -> list[str]:
+    root = _lxml_tree(body, None)
+    return [] if root is None else _lxml_links(root, url, links)[0]
+
+
+def lexbor_links_only(body: bytes, url: str, links: LinkCache) -> list[str]:
+    """parse_html without the index text."""
+    data, _frames = lexbor_links._defused(lexbor_links._utf8(body, None))
+    found = lexbor_links._Walk()
+    found.walk(LexborHTMLParser(data, options=lexbor_links._NO_EVENTS))
+    page_url_ = parse(url)
+    base = page_url_
+    if found.base is not None:
+        base = resolve(found.base, page_url_) or page_url_
+    return links.resolve_unique(found.hrefs, base)
+
+
+_LONG = re.compile(rb"[^ ]{%d}" % (terms.MAX_TERM_BYTES + 1))
+
+
+def term_counts_before(text: bytes) -> dict[bytes, int]:
+    """term_counts as it was: the over-long tokens looked for with a regex."""
+    words = text.translate(terms._TABLE)
+    counts = Counter(words.split())
+    if _LONG.search(words):
+        for term in [t for t in counts if len(t) > terms.MAX_TERM_BYTES]:
+            del counts[term]
+    return counts
+
+
+# -- measuring ---------------------------------------------------------------------------
+
 def measure(fns: dict, repeat: int) -> dict[str, list[float]]:
     """CPU seconds of *repeat* runs of each fn(), interleaved so drifts hit all alike."""
     runs: dict[str, list[float]] = {name: [] for name in fns}
@@ -115,102 +283,134 @@ def measure(fns: dict, repeat: int) -> dict[str, list[float]]:
     return runs
 
 
+def figures_for(pages: list[tuple[bytes, str]], repeat: int) -> tuple[dict, dict]:
+    """The measured functions of one set of pages -> {figure: {parser: seconds runs}}."""
+    warm = {"lxml": LinkCache(), "lexbor": LinkCache()}
+    for body, url in pages:
+        lxml_parse_html(body, url, warm["lxml"])
+        parse_html(body, url, warm["lexbor"])
+    lxml_html_parser = _lxml_parser("utf-8")
+    texts = [parse_html(b, u, warm["lexbor"]).text for b, u in pages]
+    utf8 = [lexbor_links._utf8(b, None) for b, _ in pages]
+    options = lexbor_links._NO_EVENTS
+
+    def full(fn, cache_of):
+        def run():
+            for body, url in pages:
+                fn(body, url, cache_of())
+        return run
+
+    def cold(fn):
+        def run():
+            cache = LinkCache()
+            for body, url in pages:
+                fn(body, url, cache)
+        return run
+
+    fns = {
+        ("full job, warm cache", "lxml"): full(lxml_parse_html, lambda: warm["lxml"]),
+        ("full job, warm cache", "lexbor"): full(parse_html, lambda: warm["lexbor"]),
+        ("full job, cold cache", "lxml"): cold(lxml_parse_html),
+        ("full job, cold cache", "lexbor"): cold(parse_html),
+        ("links only, warm cache", "lxml"): full(lxml_links_only, lambda: warm["lxml"]),
+        ("links only, warm cache", "lexbor"): full(lexbor_links_only, lambda: warm["lexbor"]),
+        ("parse + free", "lxml"): lambda: [etree.fromstring(b, lxml_html_parser)
+                                           for b, _ in pages] and None,
+        ("parse + free", "lexbor"): lambda: [LexborHTMLParser(d, options=options)
+                                             for d in utf8] and None,
+        ("markup scan", "lexbor"): lambda: [lexbor_links._defused(d) for d in utf8] and None,
+        ("term_counts", "before"): lambda: [term_counts_before(t) for t in texts] and None,
+        ("term_counts", "now"): lambda: [term_counts(t) for t in texts] and None,
+    }
+    runs = measure(fns, repeat)
+    table: dict[str, dict[str, dict]] = {}
+    n = len(pages)
+    for (figure, parser), seconds in runs.items():
+        best, median = min(seconds), sorted(seconds)[len(seconds) // 2]
+        table.setdefault(figure, {})[parser] = {
+            "cpu_s": best, "us_per_page": best / n * 1e6, "us_per_page_median": median / n * 1e6,
+            "pages_per_s": n / best,
+        }
+    assert all(term_counts(t) == term_counts_before(t) for t in texts)
+    agree = sum(lxml_parse_html(b, u, LinkCache()).links == parse_html(b, u, LinkCache()).links
+                for b, u in pages)
+    stats = {
+        "pages": n, "mean_kb": sum(len(b) for b, _ in pages) / n / 1000,
+        "hrefs_per_page": sum(b.count(b"href=") + b.count(b"src=") for b, _ in pages) / n,
+        "links_out_per_page": sum(len(parse_html(b, u, warm["lexbor"]).links)
+                                  for b, u in pages) / n,
+        "pages_with_same_links": agree,
+    }
+    return table, stats
+
+
+def print_table(name: str, table: dict, stats: dict, repeat: int) -> None:
+    print(f"\n{name}: {stats['pages']} pages, {stats['mean_kb']:.1f} KB mean, "
+          f"{stats['hrefs_per_page']:.0f} hrefs/page, {stats['links_out_per_page']:.0f} links "
+          f"out; same links from both parsers on {stats['pages_with_same_links']} pages")
+    print(f"best of {repeat} interleaved runs, CPU time per core (median in brackets)")
+    print(f"{'figure':<24}{'lxml µs/page':>19}{'pages/s':>9}{'lexbor µs/page':>21}"
+          f"{'pages/s':>9}{'speed-up':>10}")
+    for figure, row in table.items():
+        if figure == "term_counts":
+            before, now = row["before"], row["now"]
+            print(f"term_counts of the text: {now['us_per_page']:.0f} µs/page "
+                  f"[{now['us_per_page_median']:.0f}], before {before['us_per_page']:.0f} "
+                  f"[{before['us_per_page_median']:.0f}]: {before['cpu_s'] / now['cpu_s']:.2f}x")
+            continue
+        cells = []
+        for parser in ("lxml", "lexbor"):
+            cell = row.get(parser)
+            if cell is None:
+                cells.append(f"{'':>19}{'':>9}" if parser == "lxml" else f"{'':>21}{'':>9}")
+                continue
+            width = 10 if parser == "lxml" else 12
+            cells.append(f"{cell['us_per_page']:>{width}.0f} [{cell['us_per_page_median']:>5.0f}]"
+                         f"{cell['pages_per_s']:>9,.0f}")
+        speedup = (f"{row['lxml']['cpu_s'] / row['lexbor']['cpu_s']:>9.2f}x"
+                   if "lxml" in row and "lexbor" in row else "")
+        print(f"{figure:<24}{cells[0]}{cells[1]}{speedup}")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--pages", type=int, default=200, help="number of pages (default 200)")
-    ap.add_argument("--repeat", type=int, default=7, help="runs per figure, best kept")
+    ap.add_argument("--pages", type=int, default=100, help="pages per set (default 100)")
+    ap.add_argument("--repeat", type=int, default=21, help="runs per figure, best kept")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--out", type=Path, default=Path("results/bench_links.json"))
     ap.add_argument("--profile", action="store_true", help="print a cProfile of a warm pass")
     args = ap.parse_args(argv)
 
     rng = random.Random(args.seed)
-    pages = [(make_page(i, args.pages, rng), page_url(i)) for i in range(args.pages)]
-    n = len(pages)
-    mean_kb = sum(len(b) for b, _ in pages) / n / 1000
-    raw_links = sum(b.count(b"href=") + b.count(b"src=") for b, _ in pages) - n * 2
-
-    def run(cache_for_page) -> None:
-        for body, url in pages:
-            parse_html(body, url, cache_for_page())
-
-    def cold() -> None:
-        cache = LinkCache()
-        run(lambda: cache)
-
-    warm_cache = LinkCache()
-    run(lambda: warm_cache)
-    parser = _parser("utf-8")
-
-    def parse_only() -> None:
-        for body, _ in pages:
-            etree.fromstring(body, parser)
-
-    def walk_only() -> None:  # parse + the tree walk, as parse_html does it
-        for body, _ in pages:
-            root = etree.fromstring(body, parser)
-            for el in root.iter("a", "area", "link", "frame", "iframe", "meta", "base"):
-                el.get("href")
-
-    def text_only() -> None:  # parse + text, as parse_html does it
-        for body, _ in pages:
-            root = etree.fromstring(body, parser)
-            body_el = root.find("body")
-            etree.strip_elements(body_el, "script", "style", with_tail=False)
-            etree.tostring(body_el, method="text", encoding="utf-8", with_tail=False)
-
-    texts = [parse_html(b, u, warm_cache).text for b, u in pages]
-
-    def terms_only() -> None:
-        for text in texts:
-            term_counts(text)
-
-    runs = measure({
-        "cold": cold,
-        "warm": lambda: run(lambda: warm_cache),
-        "no_cache": lambda: run(LinkCache),
-        "lxml_parse_and_free": parse_only,
-        "parse_and_walk": walk_only,
-        "parse_and_text": text_only,
-        "term_counts": terms_only,
-    }, args.repeat)
-    figures = {name: min(seconds) for name, seconds in runs.items()}
-    links_out = sum(len(parse_html(b, u, warm_cache).links) for b, u in pages)
-
-    print(f"{n} pages, {mean_kb:.1f} KB mean, {raw_links / n:.0f} hrefs/page, "
-          f"{links_out / n:.0f} unique links/page out; Python {platform.python_version()}, "
-          f"lxml {etree.__version__}, libxml2 {'.'.join(map(str, etree.LIBXML_VERSION))}")
-    print(f"best of {args.repeat} interleaved runs (CPU time; median in brackets)")
-    print(f"{'figure':<22}{'pages/s/core':>14}{'µs/page':>18}{'µs/href':>10}")
-    rows = {}
-    for name, seconds in figures.items():
-        per_page = seconds / n * 1e6
-        median = sorted(runs[name])[len(runs[name]) // 2] / n * 1e6
-        rows[name] = {"cpu_s": seconds, "pages_per_s": n / seconds, "us_per_page": per_page,
-                      "us_per_page_median": median, "us_per_href": seconds / raw_links * 1e6}
-        print(f"{name:<22}{n / seconds:>14,.0f}{per_page:>10.0f} [{median:>5.0f}]"
-              f"{per_page * n / raw_links:>10.2f}")
-    walk = figures["parse_and_walk"] - figures["lxml_parse_and_free"]
-    text = figures["parse_and_text"] - figures["lxml_parse_and_free"]
-    links = figures["warm"] - figures["lxml_parse_and_free"] - walk - text
-    print(f"warm page = lxml parse+free {figures['lxml_parse_and_free'] / n * 1e6:.0f} µs"
-          f" + tree walk {walk / n * 1e6:.0f} + text {text / n * 1e6:.0f}"
-          f" + href handling {links / n * 1e6:.0f} ({links / raw_links * 1e6:.2f} µs/href)")
-    print(f"cache: {warm_cache.entries} entries; {warm_cache.resolved} of {warm_cache.lookups}"
-          f" unique-per-page hrefs resolved by ada-url over all passes")
+    sets = {
+        "synthetic": [(make_page(i, args.pages, rng), page_url(i)) for i in range(args.pages)],
+        "testweb": testweb_pages(args.pages),
+    }
+    print(f"Python {platform.python_version()}; lxml {etree.__version__} (libxml2 "
+          f"{'.'.join(map(str, etree.LIBXML_VERSION))}); selectolax {version('selectolax')}")
+    results = {}
+    for name, pages in sets.items():
+        table, stats = figures_for(pages, args.repeat)
+        print_table(name, table, stats, args.repeat)
+        results[name] = {**stats, "figures": table}
 
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({
-        "pages": n, "mean_kb": mean_kb, "hrefs_per_page": raw_links / n,
-        "links_out_per_page": links_out / n, "figures": rows,
         "python": platform.python_version(), "lxml": etree.__version__,
+        "libxml2": ".".join(map(str, etree.LIBXML_VERSION)), "selectolax": version("selectolax"),
+        "repeat": args.repeat, "sets": results,
     }, indent=2) + "\n", encoding="utf-8")
-    print(f"wrote {args.out}")
+    print(f"\nwrote {args.out}")
 
     if args.profile:
+        cache = LinkCache()
+        pages = sets["synthetic"]
+        for body, url in pages:
+            parse_html(body, url, cache)
         prof = cProfile.Profile()
         prof.enable()
-        run(lambda: warm_cache)
+        for body, url in pages:
+            parse_html(body, url, cache)
         prof.disable()
         pstats.Stats(prof, stream=sys.stdout).sort_stats("tottime").print_stats(12)
     return 0

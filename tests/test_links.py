@@ -1,6 +1,9 @@
-"""Tests for bspcrawl.robots.links: link and text extraction from one lxml tree."""
+"""Tests for bspcrawl.robots.links: link and text extraction from one lexbor tree."""
 
 from __future__ import annotations
+
+import random
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -224,3 +227,175 @@ def test_scheme_relative_hrefs_are_not_shared_between_pages_of_a_directory(href)
     for url in ("http://example.org/a/", "http://example.org/a/b.html?x=1"):
         html = f'<a href="{href}">x</a>'.encode()
         assert parse_html(html, url, shared).links == parse_html(html, url, LinkCache()).links
+
+
+# -- the HTML5 tree ----------------------------------------------------------------
+
+BASE = "http://example.org/docs/guide/"
+
+
+def test_misnested_and_unclosed_markup() -> None:
+    html = ("<p>one <b>two <i>three</b> four</i> five<p>six <a href='a.html'>a<div>in div</a>"
+            "<table><tr><td>cell <a href='t.html'>t</a><td>next</table><ul><li>x<li>y</ul>"
+            "</span></div></p></body></html><a href='b.html'>b")
+    page = parse_html(html.encode(), PAGE, LinkCache())
+    assert page.links == [BASE + "a.html", BASE + "t.html", BASE + "b.html"]
+    for word in (b"one two three four five", b"six", b"in div", b"cell", b"next", b"xy"):
+        assert word in page.text
+
+
+def test_attribute_without_value_and_bad_frames() -> None:
+    assert links_of("<a href>self</a><a>no href</a><iframe>x</iframe><iframe src>") == [PAGE]
+
+
+def test_noframes_template_and_hidden_text() -> None:
+    html = ("<p>shown<template><a href='tpl.html'>t</a>template text</template>"
+            "<iframe src='if.html'>iframe fallback</iframe><noembed>noembed text</noembed>"
+            "<noframes><a href='nf.html'>noframes text</a></noframes><a href='z.html'>z</a>")
+    page = parse_html(html.encode(), PAGE, LinkCache())
+    assert page.links == [BASE + "tpl.html", BASE + "if.html", BASE + "nf.html", BASE + "z.html"]
+    assert page.text == b"\nshownz"
+    frameset = "<frameset><frame src='f1.html'><frame src='f2.html'><noframes><a href='n.html'>"
+    assert links_of(frameset) == [BASE + "f1.html", BASE + "f2.html", BASE + "n.html"]
+
+
+def test_nul_bytes_and_control_characters() -> None:
+    body = b"\x00" * 1000 + b"<p>a\x00b\x01c</p><a href='x\x00y.html'>\x00</a>" + b"\x00" * 1000
+    page = parse_html(body, PAGE, LinkCache())
+    assert b"\x00" not in page.text and b"ab\x01c" in page.text
+    assert page.links == [BASE + "x%EF%BF%BDy.html"]
+
+
+def test_huge_attribute_value() -> None:
+    href = "p" * 5_000_000
+    start = time.process_time()
+    page = parse_html(f"<a href='{href}'>x</a><a href='after.html'>".encode(), PAGE, LinkCache())
+    assert time.process_time() - start < 2
+    assert page.links == [BASE + href, BASE + "after.html"]
+
+
+def test_five_megabyte_page() -> None:
+    chunk = "<div><p>some words <b>bold</b> <a href='p{}.html#s'>link</a></p></div>\n"
+    body = "".join(chunk.format(i % 5000) for i in range(80_000)).encode()
+    assert len(body) > 5_000_000
+    start = time.process_time()
+    page = parse_html(body, PAGE, LinkCache())
+    assert time.process_time() - start < 3
+    assert page.links == [f"{BASE}p{i}.html" for i in range(5000)]
+    assert page.text.count(b"some words bold link") == 80_000
+
+
+def _deep(open_: str, close: str = "", n: int = 10_000) -> bytes:
+    """*n* levels of *open_* around a link, then their *close* and another link."""
+    return (f"<p>top</p>{open_ * n}<a href='bottom.html'>bottom</a>{close * n}"
+            f"<a href='after.html'>after</a>").encode()
+
+
+def _numbered(template: str, n: int) -> str:
+    return "".join(template.format(i) for i in range(n))
+
+
+HOSTILE = {  # name: markup that costs seconds or minutes to an HTML5 tree builder unguarded
+    "div": _deep("<div>", "</div>"),
+    "unclosed div": _deep("<div>", n=100_000),
+    "ul li": _deep("<ul><li>", "</li></ul>"),
+    "dl dd": _deep("<dl><dd>"),
+    "span": _deep("<span class=x>", "</span>"),
+    "custom elements": (_numbered("<x-{}>", 20_000) + "<a href='bottom.html'>b</a>"
+                        "<a href='after.html'>a</a>").encode(),
+    "stray end tags": _deep("<div></span></dl>", n=50_000),
+    "table": _deep("<table><tr><td>", n=20_000),
+    # lexbor issue #340: adoption agency and reconstruction of active formatting elements
+    "b i adoption": (_numbered("<b {}>", 2000) + _numbered("<i {}>", 2000) + "x</b>" * 2000
+                     + "<a href='bottom.html'>b</a><a href='after.html'>a</a>").encode(),
+    "formatting storm": ("<div>" + _numbered("<b {}>", 64) + "</div>"
+                         + "<div>x <a href='bottom.html'>b</a></div>" * 50_000
+                         + "<a href='after.html'>a</a>").encode(),
+    "html attributes": (_numbered("<html a{}=1>", 50_000) + "<a href='bottom.html'>b</a>"
+                        + _numbered("<body b{}=1>", 50_000) + "<a href='after.html'>a</a>"
+                        ).encode(),
+    "select options": ("<select>" + _numbered("<option value={0}>{0}", 50_000) + "</select>"
+                       "<a href='bottom.html'>b</a><a href='after.html'>a</a>").encode(),
+}
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_hostile_markup_parses_in_linear_time_with_its_links(name: str) -> None:
+    body = HOSTILE[name]
+    start = time.process_time()
+    page = parse_html(body, PAGE, LinkCache())
+    seconds = time.process_time() - start
+    assert seconds < max(1.0, len(body) / 1e6), (name, len(body), seconds)
+    assert page.links == [BASE + "bottom.html", BASE + "after.html"]
+
+
+def test_flattened_page_keeps_its_text_and_links_in_order() -> None:
+    body = "".join(f"<div><a href='p{i}.html'>w{i}</a> " for i in range(2000)).encode()
+    page = parse_html(body, PAGE, LinkCache())
+    assert page.links == [f"{BASE}p{i}.html" for i in range(2000)]
+    assert page.text == b"\n" + "".join(f"w{i} " for i in range(2000)).encode()
+
+
+MARKUP = (
+    ["<div>", "</div>", "<p>", "<b x=1>", "</b>", "<i>", "</i>", "<a href='a.html'>", "</a>",
+     "<table>", "<td>", "<li>", "<ul>", "<select>", "<option>", "<html a=1>", "<body>",
+     "<script>", "</script>", "<style>", "<!--", "-->", "<template>", "</template>",
+     "<noframes>", "<frame src='f.html'>", "<svg>", "<math>", "<title>", "<base href='/b/'>",
+     "<meta name=robots content=nofollow>", "<iframe src=x>", "<", ">", "&amp;", "&#0;", "\x00",
+     "word ", "é", "\ufffd", "<a href=#x>", "<frameset>", "</html>", "<plaintext>", "<xmp>"]
+)
+_markup = st.sampled_from(MARKUP)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_markup, max_size=60).map("".join), st.sampled_from([None, "utf-8", "latin-1"]))
+def test_any_markup_parses(html: str, charset: str | None) -> None:
+    body = html.encode("utf-8")
+    page = parse_html(body, PAGE, LinkCache(), charset=charset)
+    assert all(link.startswith(("http://", "https://")) for link in page.links)
+    assert len(page.links) == len(set(page.links))
+
+
+def test_long_random_markup_parses_fast() -> None:
+    """Pages past the quick check (many tags, formatting elements): the scan's full path."""
+    alphabet = MARKUP + ["<font size=3>", "<Strong>", "<x-y>", "</span>", "<dl><dd>", "<h1>",
+                         "<button>", "<em>", "<u>", "<nobr>", "<BODY x>", "<select>"]
+    for seed in range(30):
+        rng = random.Random(seed)
+        weights = [rng.random() ** 3 for _ in alphabet]
+        body = "".join(rng.choices(alphabet, weights, k=5000)).encode()
+        start = time.process_time()
+        page = parse_html(body, PAGE, LinkCache())
+        assert time.process_time() - start < 1.0
+        assert all(link.startswith(("http://", "https://")) for link in page.links)
+
+
+# -- character sets ---------------------------------------------------------------
+
+
+def test_whatwg_character_sets() -> None:
+    def text(body: bytes, charset: str | None = None) -> str:
+        return parse_html(body, PAGE, LinkCache(), charset=charset).text.decode()
+
+    # undeclared and not UTF-8: windows-1252 (curly quotes, the euro sign, its 5 holes)
+    assert "“price” 5€ \x81" in text("<p>“price” 5€ </p>".encode("cp1252") + b"\x81")
+    # ISO-8859-1 and ASCII labels are windows-1252, as in browsers
+    for label in ("iso-8859-1", "ascii", "latin1"):
+        assert "“q”" in text(b"<p>\x93q\x94</p>", label)
+        assert "“q”" in text(f'<meta charset="{label}"><p>'.encode() + b"\x93q\x94</p>")
+    # the HTTP charset wins over <meta>, a BOM over both
+    assert "café" in text('<meta charset="utf-8"><p>café</p>'.encode("latin-1"), "iso-8859-1")
+    assert "café" in text(b"\xef\xbb\xbf" + "<p>café</p>".encode(), "iso-8859-1")
+    utf16 = "\ufeff<p>héllo</p><a href='x.html'>x</a>".encode("utf-16-le")
+    page = parse_html(utf16, PAGE, LinkCache(), charset="iso-8859-1")
+    assert "héllo" in page.text.decode() and page.links == [BASE + "x.html"]
+    # <meta http-equiv>, GB2312 read as GB18030, a UTF-16 <meta> in an ASCII document
+    equiv = '<meta http-equiv="Content-Type" content="text/html; charset=koi8-r"><p>мир</p>'
+    assert "мир" in text(equiv.encode("koi8-r"))
+    assert "中文" in text('<meta charset="gb2312"><p>中文</p>'.encode("gb18030"))
+    assert "café" in text('<meta charset="utf-16"><p>café</p>'.encode())
+    # a label WHATWG does not support (UTF-7) or does not know is no label
+    assert "+AGEAYgBj-" in text(b"<p>+AGEAYgBj-</p>", "utf-7")
+    assert "café" in text('<meta charset="x-nonsense"><p>café</p>'.encode())
+    # invalid bytes in a declared encoding become U+FFFD
+    assert "caf\ufffd" in text(b"<p>caf\xe9</p>", "utf-8")

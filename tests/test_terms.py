@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import doctest
+import re
+from collections import Counter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bspcrawl.index import terms
 from bspcrawl.index.terms import MAX_TERM_BYTES, term_counts
@@ -38,3 +43,27 @@ def test_long_tokens_are_dropped() -> None:
 def test_empty_and_blank() -> None:
     assert term_counts(b"") == {}
     assert term_counts(b" \t\n.,;!\x00\x01") == {}
+
+
+def reference(text: bytes) -> Counter[bytes]:
+    """The definition, the slow way: runs of word bytes, lower-cased, at most 64 bytes."""
+    words = re.findall(rb"[A-Za-z0-9\x80-\xff]+", text)
+    return Counter(w.lower() for w in words if len(w) <= MAX_TERM_BYTES)
+
+
+_pieces = st.sampled_from([b"a", b"B", b"7", b" ", b"-", b"\n", b"\xc3\xa9", b"\x00", b"x" * 63,
+                           b"y" * 64, b"z" * 65, b"Q" * 200, b".", b"_"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_pieces, max_size=40).map(b"".join))
+def test_same_counts_and_order_as_the_definition(text: bytes) -> None:
+    counts = term_counts(text)
+    expected = reference(text)
+    assert counts == expected
+    assert list(counts) == list(expected)  # first-occurrence order, as the store sees it
+
+
+def test_long_tokens_among_many() -> None:
+    text = b" ".join([b"word"] * 1000 + [b"h" * 65, b"k" * 64, b"H" * 66])
+    assert term_counts(text) == {b"word": 1000, b"k" * 64: 1}
