@@ -200,10 +200,12 @@ class Crawl:
                 links = self.step(draining=bool(stopping))                # run
                 local = self._counters(len(links), start)
                 t0 = time.monotonic()
-                self.inbox, totals = exchange(self.comm, bucket(links, self.size), local)
+                boxes = bucket(links, self.size)
+                self.inbox, totals = exchange(self.comm, boxes, local)
                 self.wait_s += time.monotonic() - t0
                 g = dict(zip(GLOBAL, totals.tolist(), strict=True))
-                self._record(k, start, urls_in, len(links), new)
+                self._record(k, start, urls_in, len(links), len(links) - len(boxes[self.rank]),
+                             new)
                 if self.progress:
                     self.progress.update(k, g)
                 if g["frontier"] == 0 and g["unreleased"] == 0 and g["urls_out"] == 0:
@@ -377,12 +379,12 @@ class Crawl:
         return ""
 
     def _record(self, superstep: int, start: float, urls_in: int, urls_out: int,
-                new: int) -> None:
+                remote: int, new: int) -> None:
         c, st = self.frontier.counters, self.store
         row = np.zeros((), dtype=STATS_DTYPE)
         row[()] = (self.rank, superstep, time.monotonic() - start, st.docs, st.pages_ok,
                    st.errors, st.bytes, len(self.frontier), self.window.in_flight(),
-                   len(self.frontier.seen), urls_in, urls_out, new,
+                   len(self.frontier.seen), urls_in, urls_out, remote, new,
                    c["frontier/duplicates"], c["frontier/robots_denied"],
                    c["frontier/filtered"] + c["frontier/host_cap"] + c["frontier/too_deep"]
                    + c["frontier/too_many_hops"], c["fetch/retried"],

@@ -63,7 +63,7 @@ def crawl(ranks: int, robots: int, seeds: Path, out: Path) -> dict:
         per_rank = np.bincount(f["pages/rank"][:], minlength=ranks)
         stats = f["stats"][:]
         supersteps = int(f.attrs["supersteps"])
-    urls_out = sum(int(stats["urls_out"][stats["rank"] == r].sum()) for r in range(ranks))
+    urls_out = int(stats["urls_remote"].sum())  # links sent to another rank
     return {"ranks": ranks, "wall_s": wall, "pages": int(per_rank.sum()),
             "pages_per_rank": per_rank.tolist(),
             "balance": float(per_rank.mean() / per_rank.max()),
