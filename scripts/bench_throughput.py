@@ -1,0 +1,375 @@
+"""Pages/s and CPU per page of bspcrawl (P = 1, 2), Scrapy and ``wget -r`` on one local web.
+
+Serves a testweb (default 20,000 pages on 200 hosts) from a child process with every page
+rendered before the first request (a full cache: the server only parses requests and
+copies bytes), then crawls it with each crawler in turn, ``--repeat`` times, interleaved,
+and reports medians. Every crawler starts from the same seeds, obeys robots.txt, stays on
+the web's hosts (127.1.0.x), has no delay, no depth limit and one connection per host:
+
+- bspcrawl: ``run --min-host-delay 0 --response-factor 0``, 8 robots per rank (8 or 16
+  transfers); parses each page once with lxml, keeps links, term counts and an HDF5 index;
+- Scrapy (its own virtualenv, ``results/.venv-scrapy``): a CrawlSpider, CONCURRENT_REQUESTS
+  8, CONCURRENT_REQUESTS_PER_DOMAIN 1, DOWNLOAD_DELAY 0, ROBOTSTXT_OBEY with the product
+  token ``bspcrawl`` (so it obeys the same robots.txt groups), LOG_LEVEL INFO, telnet
+  console and remote control off; one LinkExtractor rule on the web's hosts follows every
+  link; every page's body text is extracted (XPath ``string(//body)`` on the tree parsel
+  builds) and its words counted (``Counter``); nothing is stored;
+- wget: ``--recursive --level=inf --span-hosts --domains=<the hosts> -e robots=on
+  --delete-after`` (one connection; wget parses each HTML page for links and saves it to a
+  temporary directory before deleting it). wget starts from one local page linking to the
+  seeds (see :func:`seed_page`); its robots.txt matching knows only ``wget`` and ``*``
+  (not the ``User-agent: bspcrawl`` groups), and it follows redirects into disallowed paths.
+
+Scrapy fetches each seed twice (start requests bypass its duplicate filter) and resolves
+links against a ``<base href>`` without decoding ``&amp;``: both show in the counts.
+
+Pages are counted by the server: every request but /robots.txt answered during a crawl
+(200, 3xx and 404), from its request log. CPU is user + sys of all of a crawler's processes
+(``RUSAGE_CHILDREN``: mpiexec, its proxies and ranks); the server's CPU is read from /proc
+and reported apart. Writes ``results/bench_throughput.{md,json}``.
+
+    python scripts/bench_throughput.py            # 20,000 pages, 200 hosts, 3 repeats
+    python scripts/bench_throughput.py --quick    # ~2,000 pages, 20 hosts, 1 repeat
+    python scripts/bench_throughput.py --profile  # also a cProfile of a P=1 crawl
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import functools
+import hashlib
+import http.server
+import json
+import os
+import pstats
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import bspcrawl
+from bspcrawl.testweb import Web, WebConfig, free_port, serve_forever
+
+PY = sys.executable
+MPIEXEC = str(Path(PY).parent / "mpiexec")
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+SCRAPY_VENV = RESULTS / ".venv-scrapy"
+CONCURRENCY = 8  # bspcrawl's default robots per rank; Scrapy's total concurrency
+CRAWLERS = ["bspcrawl-1", "bspcrawl-2", "scrapy", "wget"]  # bspcrawl-P: P ranks
+
+SPIDER = '''
+import json
+from collections import Counter
+from pathlib import Path
+
+from scrapy.linkextractors import LinkExtractor
+from scrapy.spiders import CrawlSpider, Rule
+
+
+class BenchSpider(CrawlSpider):
+    name = "bench"
+    custom_settings = {
+        "CONCURRENT_REQUESTS": %(concurrency)d,
+        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
+        "DOWNLOAD_DELAY": 0,
+        "AUTOTHROTTLE_ENABLED": False,
+        "DEPTH_LIMIT": 0,
+        "ROBOTSTXT_OBEY": True,
+        "ROBOTSTXT_USER_AGENT": "bspcrawl",
+        "TELNETCONSOLE_ENABLED": False,
+        "REMOTE_CONTROL_ENABLED": False,
+        "LOG_LEVEL": "INFO",
+    }
+
+    def __init__(self, seeds, hosts, stats, *args, **kwargs):
+        self.start_urls = Path(seeds).read_text().split()
+        netlocs = hosts.split(",")  # LinkExtractor matches host:port, the offsite filter hosts
+        self.allowed_domains = [netloc.split(":")[0] for netloc in netlocs]
+        extractor = LinkExtractor(allow_domains=netlocs)
+        self.rules = (Rule(extractor, callback="parse_page", follow=True),)
+        super().__init__(*args, **kwargs)
+        self.stats_path = stats
+        self.words = 0
+
+    def parse_start_url(self, response):
+        return self.parse_page(response)
+
+    def parse_page(self, response):
+        text = response.xpath("string(//body)").get()  # one string, not a Selector a node
+        self.words += Counter(text.lower().split()).total()
+        return ()
+
+    def closed(self, reason):
+        stats = dict(self.crawler.stats.get_stats(), words=self.words, reason=reason)
+        Path(self.stats_path).write_text(json.dumps(stats, default=str, indent=1))
+'''
+
+
+def children_cpu() -> float:
+    """User + sys CPU-seconds of all waited-for child processes so far."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def process_cpu(pid: int) -> float:
+    """User + sys CPU-seconds of a running process (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def source_digest() -> str:
+    """A digest of bspcrawl's source files, to tell whether the code changed during a run."""
+    digest = hashlib.sha256()
+    package = Path(bspcrawl.__file__).parent
+    for path in sorted(package.rglob("*.py")):
+        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
+    return digest.hexdigest()[:12]
+
+
+def serve(config: WebConfig, log: Path) -> None:
+    """The server process: the testweb with every page rendered up front, logging requests."""
+    web = Web(config, cache=config.pages + 1)
+    for page in range(web.n_pages):
+        web.html(page)
+    serve_forever(web, log=log, announce=lambda line: print(line, flush=True))
+
+
+def scrapy_python() -> tuple[Path, str]:
+    """Python of Scrapy's own virtualenv (created with ``pip install scrapy`` if missing)."""
+    py = SCRAPY_VENV / "bin" / "python"
+    if not (SCRAPY_VENV / "bin" / "scrapy").exists():
+        subprocess.run([PY, "-m", "venv", "--clear", str(SCRAPY_VENV)], check=True)
+        subprocess.run([str(py), "-m", "pip", "install", "-q", "scrapy"], check=True)
+    version = subprocess.run([str(py), "-m", "scrapy", "version"], check=True,
+                             capture_output=True, text=True).stdout.strip()
+    return py, version
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def seed_page(seeds: list[str], tmp: Path) -> str:
+    """Serves (from a thread of this process) a page linking to every seed; returns its URL.
+
+    wget crawls each URL given on its command line as a separate recursion with its own
+    set of visited URLs, so three seeds would crawl a connected web three times; one start
+    page linking to the seeds gives one recursion."""
+    (tmp / "seedweb").mkdir()
+    links = "".join(f'<a href="{url}">seed</a>\n' for url in seeds)
+    (tmp / "seedweb" / "seeds.html").write_text(f"<!DOCTYPE html>\n<body>\n{links}</body>\n")
+    handler = functools.partial(_Quiet, directory=str(tmp / "seedweb"))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_port}/seeds.html"
+
+
+def commands(seeds: Path, netlocs: list[str], tmp: Path, scrapy: Path) -> dict[str, list[str]]:
+    """The command line of each crawler (run with the working directory ``tmp``)."""
+    hosts = ",".join(netloc.split(":")[0] for netloc in netlocs)
+    run = [PY, "-m", "bspcrawl", "run", "--seeds", str(seeds), "--overwrite",
+           "--min-host-delay", "0", "--response-factor", "0", "--allow-net", "127.0.0.0/8",
+           "--robots", str(CONCURRENCY), "--progress", "none"]
+    spider = tmp / "bench_spider.py"
+    spider.write_text(SPIDER % {"concurrency": CONCURRENCY})
+    return {
+        "bspcrawl-1": [*run, "--out", str(tmp / "out-1")],
+        "bspcrawl-2": [MPIEXEC, "-n", "2", PY, "-m", "mpi4py", *run[1:],
+                       "--out", str(tmp / "out-2")],
+        "scrapy": [str(scrapy), "-m", "scrapy", "runspider", str(spider), "-a", f"seeds={seeds}",
+                   "-a", f"hosts={','.join(netlocs)}", "-a", f"stats={tmp / 'scrapy.json'}"],
+        "wget": ["wget", "--recursive", "--level=inf", "--span-hosts",
+                 f"--domains={hosts}", "-e", "robots=on", "--delete-after",
+                 "--no-verbose", "--output-file", str(tmp / "wget.log"),
+                 "--directory-prefix", str(tmp / "wget"),
+                 seed_page(seeds.read_text().split(), tmp)],
+    }
+
+
+def requests_after(log: Path, offset: int) -> tuple[collections.Counter, list[str]]:
+    """Requests the server logged after byte ``offset``: counts by status (robots.txt
+    apart) and the URLs requested, robots.txt excluded, in order."""
+    counts: collections.Counter = collections.Counter()
+    urls = []
+    with log.open("rb") as f:
+        f.seek(offset)
+        for line in f:
+            netloc, target, _, _, status = line.decode().rstrip("\n").split("\t")
+            if target == "/robots.txt":
+                counts["robots"] += 1
+            else:
+                counts[status] += 1
+                urls.append(f"http://{netloc}{target}")
+    return counts, urls
+
+
+def crawl(name: str, argv: list[str], tmp: Path, server: subprocess.Popen, log: Path,
+          truth: set[str]) -> dict:
+    """One crawl: wall time, crawler CPU, server CPU, the server's request counts, and the
+    URLs fetched beyond ``truth`` (or more than once) and missed (a few examples)."""
+    offset, server0 = log.stat().st_size, process_cpu(server.pid)
+    cpu0, t0 = children_cpu(), time.monotonic()
+    done = subprocess.run(argv, cwd=tmp, capture_output=True, text=True)
+    wall, cpu = time.monotonic() - t0, children_cpu() - cpu0
+    ok = done.returncode == 0 or (name == "wget" and done.returncode == 8)  # 8: some 404s
+    if not ok:
+        sys.exit(f"{name} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    time.sleep(0.3)  # the server logs a request just after its response
+    counts, urls = requests_after(log, offset)
+    fetched = set(urls)
+    run = {"crawler": name, "wall_s": wall, "cpu_s": cpu, "pages": len(urls),
+           "status": dict(sorted(counts.items())), "repeated": len(urls) - len(fetched),
+           "extra": len(fetched - truth), "missed": len(truth - fetched),
+           "extra_examples": sorted(fetched - truth)[:5],
+           "missed_examples": sorted(truth - fetched)[:5],
+           "twice_examples": [u for u, n in collections.Counter(urls).most_common(5) if n > 1],
+           "server_cpu_s": process_cpu(server.pid) - server0}
+    if name.startswith("bspcrawl"):
+        out = argv[argv.index("--out") + 1]
+        info = json.loads(subprocess.run([PY, "-m", "bspcrawl", "inspect", out, "--json"],
+                                         check=True, capture_output=True, text=True).stdout)
+        run["own_count"] = info["pages_fetched"]
+    elif name == "scrapy":
+        stats = json.loads((tmp / "scrapy.json").read_text())
+        run["own_count"] = stats["downloader/response_count"] - stats.get(
+            "robotstxt/response_count", 0)
+        run["scrapy_stats"] = {k: v for k, v in stats.items() if not isinstance(v, str)}
+    else:
+        shutil.rmtree(tmp / "wget", ignore_errors=True)
+    return run
+
+
+def profile_p1(seeds: Path, tmp: Path, out: Path) -> None:
+    """cProfile of a P=1 crawl; writes the top functions by own time and by cumulative time."""
+    prof = tmp / "prof.out"
+    subprocess.run([PY, "-m", "cProfile", "-o", str(prof), "-m", "bspcrawl", "run", "--seeds",
+                    str(seeds), "--out", str(tmp / "out-prof"), "--overwrite",
+                    "--min-host-delay", "0", "--response-factor", "0", "--allow-net",
+                    "127.0.0.0/8", "--progress", "none"], check=True, capture_output=True)
+    with out.open("w") as f:
+        f.write("cProfile of a P=1 crawl: the main (scheduler) thread only, not the robots "
+                f"thread; bspcrawl source {source_digest()}\n\n")
+        stats = pstats.Stats(str(prof), stream=f).strip_dirs()
+        stats.sort_stats("tottime").print_stats(30)
+        stats.sort_stats("cumulative").print_stats(30)
+
+
+def summarise(names: list[str], runs: list[dict]) -> list[dict]:
+    """One row per crawler: medians of its runs, and pages per CPU-second against Scrapy's."""
+    rows = []
+    for name in names:
+        mine = [r for r in runs if r["crawler"] == name]
+        ranks = int(name[-1]) if name.startswith("bspcrawl") else 1
+        row = {"crawler": name, "concurrency": 1 if name == "wget" else CONCURRENCY * ranks}
+        for key in ("wall_s", "cpu_s", "pages", "server_cpu_s"):
+            row[key] = statistics.median(r[key] for r in mine)
+        for key in ("status", "repeated", "extra", "missed"):
+            row[key] = mine[0][key]
+        row["pages_per_s"] = row["pages"] / row["wall_s"]
+        row["cpu_per_1000"] = 1000 * row["cpu_s"] / row["pages"]
+        row["pages_per_cpu_s"] = row["pages"] / row["cpu_s"]
+        rows.append(row)
+    scrapy_rate = next((r["pages_per_cpu_s"] for r in rows if r["crawler"] == "scrapy"), 0)
+    for row in rows:
+        row["vs_scrapy"] = row["pages_per_cpu_s"] / scrapy_rate if scrapy_rate else None
+    return rows
+
+
+def table(rows: list[dict]) -> str:
+    """The markdown table of the medians."""
+    lines = ["| crawler | concurrency | pages | 200 / 3xx / 404 | robots.txt | vs truth: extra / "
+             "missed / twice | wall s | pages/s | CPU-s | CPU-s per 1,000 pages | pages/CPU-s "
+             "| vs Scrapy | server CPU-s |",
+             "| --- | --- | ---: | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: "
+             "| ---: |"]
+    for r in rows:
+        st = r["status"]
+        redirects = sum(n for s, n in st.items() if s.startswith("3"))
+        ratio = "-" if r["vs_scrapy"] is None else f"{r['vs_scrapy']:.2f}"
+        lines.append(
+            f"| {r['crawler']} | {r['concurrency']} | {r['pages']} | {st.get('200', 0)} / "
+            f"{redirects} / {st.get('404', 0)} | {st.get('robots', 0)} | {r['extra']} / "
+            f"{r['missed']} / {r['repeated']} | {r['wall_s']:.1f} | "
+            f"{r['pages_per_s']:.0f} | {r['cpu_s']:.1f} | {r['cpu_per_1000']:.2f} | "
+            f"{r['pages_per_cpu_s']:.0f} | {ratio} | {r['server_cpu_s']:.1f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--pages", type=int, default=20000)
+    p.add_argument("--hosts", type=int, default=200)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--quick", action="store_true", help="2,000 pages on 20 hosts, 1 repeat")
+    p.add_argument("--profile", action="store_true", help="also cProfile a P=1 crawl")
+    p.add_argument("--crawlers", nargs="+", default=CRAWLERS, choices=CRAWLERS)
+    p.add_argument("--serve", type=Path, metavar="LOG", help=argparse.SUPPRESS)  # server child
+    p.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    args = p.parse_args()
+    if args.quick:
+        args.pages, args.hosts, args.repeat = 2000, 20, 1
+    if args.serve:
+        serve(WebConfig(pages=args.pages, hosts=args.hosts, port=args.port), args.serve)
+        return
+    config = WebConfig(pages=args.pages, hosts=args.hosts, port=free_port(args.hosts))
+    web = Web(config)
+    truth = set(web.truth(web.seeds()))
+    scrapy, scrapy_version = scrapy_python()
+    wget_version = subprocess.run(["wget", "--version"], check=True, capture_output=True,
+                                  text=True).stdout.splitlines()[0].rstrip(".")
+    tmp = Path(tempfile.mkdtemp(prefix="bench_throughput-"))
+    seeds, log = tmp / "seeds.txt", tmp / "requests.tsv"
+    seeds.write_text("\n".join(web.seeds()) + "\n")
+    log.touch()
+    cmds = commands(seeds, web.netlocs, tmp, scrapy)
+    cmds = {name: cmds[name] for name in args.crawlers}
+    server = subprocess.Popen([PY, __file__, "--serve", str(log), "--pages", str(args.pages),
+                               "--hosts", str(args.hosts), "--port", str(config.port)],
+                              stdout=subprocess.PIPE, text=True)
+    runs: list[dict] = []
+    source = [source_digest()]
+    try:
+        if not server.stdout.readline():
+            sys.exit("the testweb server did not start")
+        for rep in range(args.repeat):
+            for name, argv in cmds.items():
+                run = dict(crawl(name, argv, tmp, server, log, truth), repeat=rep)
+                runs.append(run)
+                print(f"{name} run {rep}: {run['pages']} pages in {run['wall_s']:.1f} s, "
+                      f"{run['cpu_s']:.1f} CPU-s (server {run['server_cpu_s']:.1f})",
+                      file=sys.stderr)
+        source.append(source_digest())
+        if args.profile:
+            profile_p1(seeds, tmp, RESULTS / "bench_throughput_profile.txt")
+    finally:
+        server.terminate()
+        server.wait()
+        shutil.rmtree(tmp)
+    rows = summarise(list(cmds), runs)
+    head = (f"{args.pages}-page testweb on {args.hosts} hosts (truth: {len(truth)} URLs), "
+            f"median of {args.repeat} interleaved runs, {os.cpu_count()} cores shared with the "
+            f"server. {scrapy_version}; {wget_version}. Pages: requests other than /robots.txt "
+            f"the server answered during the crawl (extra: URLs not in the truth; twice: "
+            f"requests of a URL already requested); CPU-s: user + sys of all the crawler's "
+            f"processes; vs Scrapy: ratio of pages/CPU-s. bspcrawl source {source[0]}.")
+    if source[-1] != source[0]:
+        head += f" WARNING: bspcrawl's source changed during the run (now {source[-1]})."
+    text = f"{head}\n\n{table(rows)}\n"
+    print(f"\n{text}")
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "bench_throughput.md").write_text(text)
+    result = {"pages": args.pages, "hosts": args.hosts, "truth": len(truth), "repeat": args.repeat,
+              "cores": os.cpu_count(), "scrapy": scrapy_version, "wget": wget_version,
+              "source": source, "rows": rows, "runs": runs}
+    (RESULTS / "bench_throughput.json").write_text(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
