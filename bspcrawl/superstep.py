@@ -48,7 +48,8 @@ from bspcrawl.settings import Settings
 from bspcrawl.urls import resolve
 
 POLL_MIN, POLL_MAX = 20e-6, 1e-3  # backoff between Test() calls on a pending collective, s
-STOP_FILE = "stop"  # ``bspcrawl stop DIR`` creates DIR/stop: stop at the next superstep
+STOP_FILE = "stop"  # ``bspcrawl stop DIR`` creates DIR/stop: the crawl stops soon after
+STOP_CHECK_S = 0.5  # seconds between looks for the stop file
 MAX_RESCHEDULES = 2  # robots a job may outlive (hang) before it is committed as an error
 IDLE_SLEEP = 0.005  # s, a superstep's pause when all of a rank's hosts are resting
 
@@ -157,6 +158,7 @@ class Crawl:
         self.superstep = 0
         self.last_checkpoint: int | None = None
         self.stop_requested = ""
+        self.next_stop_check = 0.0
         self.wait_s = 0.0
         if resume:
             self._restore(resume)
@@ -354,8 +356,10 @@ class Crawl:
         self.store.commit(result, fps[0], redirect, fps[1:], terms)
 
     def _counters(self, urls_out: int, start: float) -> np.ndarray:
-        if self.rank == 0 and (self.out / STOP_FILE).exists():
-            self.stop_requested = self.stop_requested or "stop file"
+        if self.rank == 0 and time.monotonic() >= self.next_stop_check:
+            self.next_stop_check = time.monotonic() + STOP_CHECK_S  # a stat can cost 1 ms
+            if (self.out / STOP_FILE).exists():
+                self.stop_requested = self.stop_requested or "stop file"
         # page jobs not committed yet (a deferred one too); a robots.txt job is not a page,
         # and while one is out its host's URLs wait in the frontier
         unreleased = sum(not j.robots for s in self.window.outstanding.values()
