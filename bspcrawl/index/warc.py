@@ -1,0 +1,385 @@
+"""Per-rank WARC files (ISO 28500, WARC/1.1) of every fetch: request, response, revisit.
+
+The bodies of the history (:mod:`bspcrawl.index.history`, after Yioop's cache history,
+``../shared/seeds/002_*``) live here, in the archive format of the Internet Archive and
+Heritrix, written with warcio. Each record is its own gzip member, so a record is read by
+seeking to its offset; :meth:`WarcWriter.write_fetch` returns the (file, offset, length) of
+what it wrote for the HDF5 history to keep.
+
+**Records.** A fetch gives a ``response`` record and a ``request`` record pointing at it
+(``WARC-Concurrent-To``). A 304, or a 200 whose body equals the newest archived one (same
+content fingerprint), gives a ``revisit`` record instead: the HTTP headers only, with
+``WARC-Profile`` server-not-modified or identical-payload-digest and
+``WARC-Refers-To-Target-URI`` / ``WARC-Refers-To-Date`` naming the response record that
+holds the body; its location is what the history keeps as the version's body. Failed
+fetches (no HTTP response) are not archived. Each file starts with a ``warcinfo`` record.
+
+**What a response record holds** (BEWARE: a rebuilt message, not the bytes on the wire).
+libcurl hands the crawler the body *after* undoing Content-Encoding (gzip, br, ...) and
+chunking, and the header fields as a dict (lower-case names, the last of repeated fields).
+The record stores exactly that body, so :func:`read_body` returns ``FetchResult.body`` byte
+for byte: what ``/pages/content_fp`` hashes and the index parsed, and what the server sent
+whenever it sent no Content-Encoding. To keep the HTTP message consistent with it,
+``Content-Encoding`` and ``Transfer-Encoding`` are renamed ``X-Archive-Orig-Content-Encoding``
+and ``X-Archive-Orig-Transfer-Encoding`` and ``Content-Length`` is the stored length (the
+server's value, if different, is kept as ``X-Archive-Orig-Content-Length``), the convention
+of pywb and the Wayback Machine for rewritten headers; the status line says ``HTTP/1.1``
+(libcurl may have spoken HTTP/2). The request record holds the request head the fetcher
+reports (``request_head``), else one rebuilt from the URL and the header lines given.
+Archiving the raw bytes instead would need the fetcher to turn off libcurl's decoding
+(``CURLOPT_HTTP_CONTENT_DECODING = 0``) and decode at commit time.
+
+**Files and crashes.** Rank r writes ``rank-RRRR-IIIII.warc.gz`` (I = 0, 1, ...) in its
+folder; a file is named ``*.warc.gz.open`` while it is written and renamed when it is
+finished, at ``max_bytes`` or :meth:`WarcWriter.close`. The records of one fetch go to the
+file in one unbuffered ``write``, so once :meth:`WarcWriter.write_fetch` has returned they
+survive a crash of the process; :meth:`WarcWriter.sync` (fsync) makes them survive a crash
+of the machine: call it before sealing the HDF5 segment that refers to them. A crash can
+leave a torn record at the end of an ``.open`` file (``warcio check`` lists it as a record
+without headers; stricter readers stop there); every new :class:`WarcWriter` first runs
+:func:`recover` on its rank's ``.open`` files (cut after the last complete record, fsync,
+rename), and the files it then writes get new indices. Records already reported written
+are never touched by recovery.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from http import HTTPStatus
+from io import BytesIO
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import xxhash
+from warcio.archiveiterator import ArchiveIterator
+from warcio.exceptions import ArchiveLoadFailed
+from warcio.recordloader import ArcWarcRecord
+from warcio.statusandheaders import StatusAndHeaders
+from warcio.utils import Digester
+from warcio.warcwriter import WARCWriter
+
+from bspcrawl import __version__
+from bspcrawl.index.history import Version
+from bspcrawl.robots.fetcher import FetchResult
+
+OPEN = ".open"
+MAX_BYTES = 1 << 30  # default size at which a file is finished and the next one begun
+# Default zlib level. On 300 HTML files (11 MB) here, level 1 / 6 / 9 (warcio's) compress
+# 58 / 22 / 18.5 MB/s to 29.5% / 25.8% / 25.7%: level 6 would cost ~1.7 ms of CPU for an
+# average 37 KB page, more than a page's whole budget (DESIGN.md: ~1 ms), level 1 0.65 ms.
+LEVEL = 1
+NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+_RENAMED = ("content-encoding", "transfer-encoding")
+
+
+@dataclass(frozen=True, slots=True)
+class Location:
+    """Where a record is: file index, offset of its gzip member, and the member's length."""
+
+    file: int
+    offset: int
+    length: int
+
+
+@dataclass(frozen=True, slots=True)
+class Archived:
+    """The records written for one fetch."""
+
+    record: Location  # the response or revisit record
+    request: Location | None  # the request record, if written
+    body: Location  # the response record holding the body (for a revisit: the original's)
+    revisit: bool
+
+
+def warc_name(rank: int, index: int) -> str:
+    """File name of a finished WARC file: ``rank-RRRR-IIIII.warc.gz``."""
+    return f"rank-{rank:04d}-{index:05d}.warc.gz"
+
+
+def warc_date(t: float) -> str:
+    """WARC-Date of Unix time ``t``, to the microsecond (WARC/1.1): the same ``t`` always
+    gives the same string, so a revisit can name its original by the history's time."""
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def payload_digest(body: bytes) -> str:
+    """WARC-Payload-Digest of ``body``: ``sha1:`` and base32, as warcio computes it."""
+    d = Digester("sha1")
+    d.update(body)
+    return str(d)
+
+
+def http_response_headers(status: int, headers: Mapping[str, str],
+                          length: int) -> StatusAndHeaders:
+    """The response head stored for a body of ``length`` decoded bytes (see the module
+    docstring: encodings renamed, Content-Length the stored length)."""
+    try:
+        reason = HTTPStatus(status).phrase
+    except ValueError:
+        reason = ""
+    fields = []
+    for name, value in headers.items():
+        if name in _RENAMED:
+            fields.append((f"X-Archive-Orig-{name.title()}", value))
+        elif name == "content-length":
+            if value.strip() != str(length):
+                fields.append(("X-Archive-Orig-Content-Length", value))
+        else:
+            fields.append((name, value))
+    if status != 304 or "content-length" in headers:
+        fields.append(("Content-Length", str(length)))
+    return StatusAndHeaders(f"{status} {reason}".rstrip(), fields, protocol="HTTP/1.1")
+
+
+def http_request_headers(url: str, lines: Sequence[str]) -> StatusAndHeaders:
+    """A rebuilt request head: ``GET target HTTP/1.1``, ``Host`` and the given header
+    lines (``"Name: value"``, as for pycurl's HTTPHEADER)."""
+    u = urlsplit(url)
+    target = (u.path or "/") + (f"?{u.query}" if u.query else "")
+    fields = [("Host", u.netloc.rpartition("@")[2])]
+    for line in lines:
+        name, _, value = line.partition(":")
+        fields.append((name.strip(), value.strip()))
+    return StatusAndHeaders(f"GET {target} HTTP/1.1", fields, is_http_request=True)
+
+
+class WarcWriter:
+    """Writes one rank's fetches to rotating WARC files in ``folder``.
+
+    API by role:
+
+    * write: :meth:`write_fetch` (the records of one fetch; their locations)
+    * durability: :meth:`sync` (fsync), :meth:`close` (finish the file); a context manager
+    * naming: :meth:`path` of a file index
+
+    Owned by the scheduler thread (it writes at commit time, like the HDF5 store).
+    """
+
+    def __init__(self, folder: Path, rank: int = 0, *, max_bytes: int = MAX_BYTES,
+                 level: int = LEVEL, info: Mapping[str, str] | None = None) -> None:
+        if max_bytes < 1 or not 0 <= level <= 9:
+            raise ValueError("max_bytes must be >= 1 and level 0..9")
+        self.folder, self.rank = Path(folder), rank
+        self.max_bytes, self.level = max_bytes, level
+        self.info = {"software": f"bspcrawl/{__version__} (warcio)",
+                     "hostname": socket.gethostname(), "format": "WARC File Format 1.1",
+                     "conformsTo": "https://iso.org/standard/68004.html", **(info or {})}
+        self.folder.mkdir(parents=True, exist_ok=True)
+        name = re.compile(rf"rank-{rank:04d}-(\d{{5,}})\.warc\.gz")
+        for stale in sorted(self.folder.glob(f"rank-{rank:04d}-*.warc.gz{OPEN}")):
+            if name.fullmatch(stale.name[: -len(OPEN)]):
+                recover(stale)
+        used = [int(m.group(1)) for p in self.folder.iterdir() if (m := name.fullmatch(p.name))]
+        self.index = max(used, default=-1) + 1  # the file being (or to be) written
+        self._fd: int | None = None
+        self._size = 0
+        self._out = BytesIO()
+        self._writer = WARCWriter(self._out, gzip=False, warc_version="1.1")
+
+    def path(self, index: int) -> Path:
+        """The path of finished file ``index`` (the history's ``warc_file``)."""
+        return self.folder / warc_name(self.rank, index)
+
+    def __enter__(self) -> WarcWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ----------------------------------------------------------------- write
+
+    def write_fetch(self, result: FetchResult, *, request_headers: Sequence[str] = (),
+                    request_head: bytes | None = None, original: Version | None = None,
+                    original_url: str | None = None, content_fp: int | None = None,
+                    with_request: bool = True) -> Archived | None:
+        """Archive one fetch; returns where its records went, or None for a fetch without
+        an HTTP response (``result.error``).
+
+        ``original``: the version holding the newest archived body of the URL
+        (:meth:`History.original`); with it, a 304 or an unchanged body is written as a
+        revisit of that record (``original_url``: its URL, default the same URL).
+        ``request_head``: the exact request head sent, else one is rebuilt from
+        ``request_headers``. ``content_fp``: xxh3-64 of the body, if already computed.
+        """
+        if result.error or result.status <= 0:
+            return None
+        if self._fd is not None and self._size >= self.max_bytes:
+            self._finish()
+        if self._fd is None:
+            self._start()
+        url, body, date = result.job.url, result.body, warc_date(result.started)
+        if content_fp is None:
+            content_fp = xxhash.xxh3_64_intdigest(body) if body else 0
+        revisit = original is not None and original.has_body and (
+            result.status == 304 or (bool(body) and content_fp == original.content_fp))
+        http = http_response_headers(result.status, result.headers, len(body))
+        warc_headers = {"WARC-Date": date}
+        if revisit:
+            assert original is not None
+            warc_headers.update({
+                "WARC-Profile": NOT_MODIFIED if result.status == 304 else IDENTICAL,
+                "WARC-Refers-To-Target-URI": original_url or url,
+                "WARC-Refers-To-Date": warc_date(original.time)})
+            if result.status != 304:
+                warc_headers["WARC-Payload-Digest"] = payload_digest(body)
+            main = self._writer.create_warc_record(url, "revisit", http_headers=http,
+                                                   warc_headers_dict=warc_headers)
+        else:
+            main = self._writer.create_warc_record(url, "response", payload=BytesIO(body),
+                                                   length=len(body), http_headers=http,
+                                                   warc_headers_dict=warc_headers)
+        members = [self._member(main)]
+        if with_request:
+            ids = {"WARC-Date": date,
+                   "WARC-Concurrent-To": main.rec_headers.get_header("WARC-Record-ID")}
+            if request_head is not None:
+                req = self._writer.create_warc_record(
+                    url, "request", payload=BytesIO(request_head), length=len(request_head),
+                    warc_headers_dict=ids)
+            else:
+                req = self._writer.create_warc_record(
+                    url, "request", http_headers=http_request_headers(url, request_headers),
+                    warc_headers_dict=ids)
+            members.append(self._member(req))
+        start = self._size
+        self._write(b"".join(members))
+        record = Location(self.index, start, len(members[0]))
+        request = (Location(self.index, start + len(members[0]), len(members[1]))
+                   if with_request else None)
+        body_at = (Location(original.warc_file, original.warc_offset, original.warc_length)
+                   if revisit and original is not None else record)
+        return Archived(record, request, body_at, revisit)
+
+    def sync(self) -> None:
+        """Make every record written so far survive a machine crash (fsync)."""
+        if self._fd is not None:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        """Finish the current file (fsync, rename to ``*.warc.gz``); the next write
+        starts a new one."""
+        if self._fd is not None:
+            self._finish()
+
+    # -------------------------------------------------------------- internals
+
+    def _member(self, record: ArcWarcRecord) -> bytes:
+        """``record`` serialised as one gzip member."""
+        self._out.seek(0)
+        self._out.truncate()
+        self._writer.write_record(record)
+        z = zlib.compressobj(self.level, zlib.DEFLATED, 31)
+        return z.compress(self._out.getvalue()) + z.flush()
+
+    def _write(self, data: bytes) -> None:
+        assert self._fd is not None
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._fd, view):]
+        self._size += len(data)
+
+    def _start(self) -> None:
+        name = warc_name(self.rank, self.index)
+        self._fd = os.open(self.folder / (name + OPEN), os.O_WRONLY | os.O_CREAT | os.O_EXCL,
+                           0o644)
+        self._size = 0
+        self._write(self._member(self._writer.create_warcinfo_record(name, self.info)))
+
+    def _finish(self) -> None:
+        assert self._fd is not None
+        os.fsync(self._fd)
+        os.close(self._fd)
+        self._fd = None
+        name = warc_name(self.rank, self.index)
+        os.replace(self.folder / (name + OPEN), self.folder / name)
+        _fsync_dir(self.folder)
+        self.index += 1
+
+
+def _fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def record_ends(path: Path) -> list[int]:
+    """End offsets of the complete WARC records (gzip members that inflate whole and begin
+    with ``WARC/``) at the start of ``path``; reading stops at the first torn one."""
+    ends: list[int] = []
+    pos = 0
+    z, head = zlib.decompressobj(31), b""
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            while chunk:
+                try:
+                    out = z.decompress(chunk)
+                except zlib.error:  # not gzip (e.g. zeros a crash left): stop here
+                    return ends
+                if len(head) < 5:
+                    head += out[:5]
+                    if len(head) >= 5 and not head.startswith(b"WARC/"):
+                        return ends
+                if not z.eof:
+                    pos += len(chunk)
+                    break
+                pos += len(chunk) - len(z.unused_data)
+                ends.append(pos)
+                chunk = z.unused_data
+                z, head = zlib.decompressobj(31), b""
+    return ends
+
+
+def recover(path: Path, keep: int | None = None) -> Path | None:
+    """Finish the ``*.warc.gz.open`` file a crashed writer left: cut it after its last
+    complete record, or at ``keep`` bytes (the end of the last record a checkpoint refers
+    to: it must be a record end), fsync it and rename it to ``*.warc.gz``. Returns the new
+    path, or None if no record was left (the file is removed)."""
+    path = Path(path)
+    if not path.name.endswith(OPEN):
+        raise ValueError(f"{path}: not an unfinished WARC file (*{OPEN})")
+    ends = record_ends(path)
+    end = ends[-1] if ends else 0
+    if keep is not None:
+        if keep and keep not in ends:
+            raise ValueError(f"{path}: {keep} is not the end of a complete record")
+        end = keep
+    if not end:
+        path.unlink()
+        return None
+    with open(path, "rb+") as fh:
+        fh.truncate(end)
+        os.fsync(fh.fileno())
+    final = path.with_name(path.name[: -len(OPEN)])
+    os.replace(path, final)
+    _fsync_dir(path.parent)
+    return final
+
+
+def read_body(path: Path, offset: int) -> bytes:
+    """The HTTP body stored in the response record at ``offset`` of ``path``: exactly the
+    ``FetchResult.body`` that was written. ValueError if there is no response record
+    there (a revisit's body is at the location the history keeps for it)."""
+    with open(path, "rb") as fh:
+        fh.seek(offset)
+        if fh.read(2) != b"\x1f\x8b":  # every record is a gzip member
+            raise ValueError(f"{path}@{offset}: no WARC record (not a gzip member)")
+        fh.seek(offset)
+        try:
+            for record in ArchiveIterator(fh):
+                if record.format != "warc":  # warcio falls back to parsing ARC
+                    break
+                if record.rec_type != "response":
+                    raise ValueError(f"{path}@{offset}: a {record.rec_type} record has no body")
+                return record.raw_stream.read()
+        except ArchiveLoadFailed as e:
+            raise ValueError(f"{path}@{offset}: no WARC record ({e})") from None
+    raise ValueError(f"{path}@{offset}: no WARC record")
