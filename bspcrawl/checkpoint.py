@@ -53,9 +53,10 @@ def write(out: Path, rank: int, superstep: int, arrays: dict[str, np.ndarray],
 
     def fill(f: h5py.File) -> None:
         for name, values in arrays.items():
-            dtype = h5py.string_dtype() if values.dtype == object else None
-            if name == "robots_txt":
-                dtype = h5py.string_dtype("ascii")  # raw bytes
+            dtype = None
+            if values.dtype == object:  # bytes are kept raw, text as UTF-8
+                raw = values.size and isinstance(values.flat[0], bytes)
+                dtype = h5py.string_dtype("ascii" if raw else "utf-8")
             f.create_dataset(name, data=values, dtype=dtype)
         f.attrs.update(format=FORMAT, superstep=superstep, rank=rank,
                        state=json.dumps(attrs))
@@ -66,9 +67,10 @@ def write(out: Path, rank: int, superstep: int, arrays: dict[str, np.ndarray],
 def mark_complete(out: Path, superstep: int, ranks: int, extra: dict[str, Any]) -> None:
     """Rank 0, once every rank has written ``superstep``: make it the checkpoint to use."""
     marker = out / CHECKPOINT_DIR / MARKER
-    previous = latest(out)["superstep"] if marker.exists() else None
-    if previous == superstep:
-        previous = latest(out)["previous"]
+    previous = None
+    if marker.exists():
+        last = latest(out)
+        previous = last["previous"] if last["superstep"] == superstep else last["superstep"]
     record = {"format": FORMAT, "superstep": superstep, "ranks": ranks,
               "previous": previous, **extra}
     tmp = marker.with_name(MARKER + ".tmp")

@@ -101,6 +101,8 @@ class _Transfer:
         self.job: FetchJob | None = None
         self.limit_now = self.limit
         self.started = 0.0
+        fault = os.environ.get("BSPCRAWL_FAULT", "")  # tests: a robot that hangs on URLs
+        self.hang = fault[5:] if fault.startswith("hang:") else ""  # holding this
         http = pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS
         c.setopt(pycurl.PROTOCOLS, http)
         c.setopt(pycurl.REDIR_PROTOCOLS, http)
@@ -127,8 +129,7 @@ class _Transfer:
         return socket.socket(family, socktype, protocol)
 
     def start(self, job: FetchJob) -> None:
-        fault = os.environ.get("BSPCRAWL_FAULT", "")
-        if fault.startswith("hang:") and fault[5:] in job.url:  # tests: a robot that hangs
+        if self.hang and self.hang in job.url:
             threading.Event().wait()
         self.job, self.parts, self.size, self.headers = job, [], 0, {}
         self.blocked = ""
