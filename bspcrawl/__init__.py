@@ -1,3 +1,3 @@
 """bspcrawl: a bulk-synchronous parallel web crawler on MPI."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

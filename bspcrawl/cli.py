@@ -85,15 +85,33 @@ def read_seeds(path: str) -> list[str]:
 def cmd_run(args: argparse.Namespace) -> None:
     """``bspcrawl run``: crawl on every rank of MPI.COMM_WORLD, then join the output."""
     s = settings_mod.from_args(args)
-    if not s.seeds or not s.out:
-        raise UsageError("run needs --seeds FILE and --out DIR")
+    if not (s.seeds or s.recrawl) or not s.out:
+        raise UsageError("run needs --seeds FILE (or --recrawl DIR) and --out DIR")
 
     def setup() -> tuple[Settings, list[str], None]:
-        seeds = read_seeds(s.seeds)
+        seeds = read_seeds(s.seeds) if s.seeds else []
+        if s.recrawl:
+            s.recrawl, seeds = _previous(Path(s.recrawl), Path(s.out), seeds)
         prepare(Path(s.out), s.overwrite)
         return s, seeds, None
 
     _crawl(args, Path(s.out), setup)
+
+
+def _previous(previous: Path, out: Path, seeds: list[str]) -> tuple[str, list[str]]:
+    """Check the crawl a recrawl follows; its absolute path, and the seeds (``seeds``,
+    or the previous crawl's own when none are given)."""
+    from bspcrawl.index.inspect import open_crawl
+
+    if previous.resolve() == out.resolve():
+        raise UsageError(f"--recrawl {previous}: recrawl into a new --out, not into the "
+                         "previous crawl")
+    with open_crawl(previous) as f:
+        ranks = [f"ranks/{r:04d}" for r in range(int(f.attrs["ranks"]))]
+        if not all(name in f and "history" in f[name] for name in ranks):
+            raise UsageError(f"--recrawl {previous}: that crawl kept no history "
+                             "(bspcrawl before 0.2); crawl it afresh")
+        return str(previous.resolve()), seeds or str(f.attrs["seeds"]).split()
 
 
 def cmd_resume(args: argparse.Namespace) -> None:
@@ -196,6 +214,11 @@ def cmd_inspect(args: argparse.Namespace) -> None:
     from bspcrawl.index.inspect import summary, urls
 
     out = Path(args.dir)
+    if args.at is not None and not (args.history or args.body):
+        raise UsageError("--at goes with --history URL or --body URL")
+    if args.history or args.body:
+        _inspect_versions(out, args.history or args.body, args.at, bool(args.body))
+        return
     if args.urls:
         for url, status in urls(out):
             print(f"{url}\t{status}")
@@ -208,6 +231,37 @@ def cmd_inspect(args: argparse.Namespace) -> None:
         if key == "files":
             value = "\n  ".join([""] + value)
         print(f"{key:14} {value}")
+
+
+def _inspect_versions(out: Path, url: str, at: str | None, print_body: bool) -> None:
+    """``inspect --history URL`` (by year and month), ``--at`` (the nearest version) and
+    ``--body`` (its stored bytes, the newest version's without ``--at``)."""
+    from datetime import UTC, datetime
+
+    from bspcrawl.index import inspect
+
+    found = inspect.versions(out, url)
+    if not found:
+        raise UsageError(f"{url} was never fetched in the crawl in {out}")
+    if print_body:
+        kept = [item for item in found if item[1] is not None] or found
+        pick = inspect.nearest(kept, inspect.parse_time(at)) if at else kept[-1]
+        assert pick is not None
+        sys.stdout.buffer.write(inspect.body(*pick))
+        return
+    if at:
+        pick = inspect.nearest(found, inspect.parse_time(at))
+        assert pick is not None
+        print(inspect.format_version(*pick, out))
+        return
+    print(f"{url}: {len(found)} version{'s' * (len(found) > 1)}")
+    month = ""
+    for version, path in found:
+        when = datetime.fromtimestamp(version.time, UTC).strftime("%Y-%m")
+        if when != month:
+            print(when)
+            month = when
+        print("  " + inspect.format_version(version, path, out))
 
 
 def _mpiexec() -> str:
@@ -241,6 +295,7 @@ def cmd_demo(args: argparse.Namespace) -> None:
     if code:
         raise UsageError(f"the crawl failed (mpiexec exit code {code})")
     args.dir, args.json, args.urls = str(out), False, False
+    args.history = args.body = args.at = None
     cmd_inspect(args)
 
 
@@ -280,6 +335,11 @@ def build_parser() -> argparse.ArgumentParser:
     what = ins.add_mutually_exclusive_group()
     what.add_argument("--json", action="store_true", help="one JSON object")
     what.add_argument("--urls", action="store_true", help="every URL and its status, TSV")
+    what.add_argument("--history", metavar="URL",
+                      help="every fetched version of URL, by year and month")
+    what.add_argument("--body", metavar="URL", help="the stored body of URL (newest version)")
+    ins.add_argument("--at", metavar="TIME", help="with --history or --body: the version "
+                     "nearest to TIME (@UNIX_SECONDS, YYYYMMDDhhmmss or ISO 8601, UTC)")
     ins.set_defaults(func=cmd_inspect)
 
     tw = sub.add_parser("testweb", help="the deterministic local web (serve, truth, seeds)")

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bspcrawl.cbt import CBT
+from bspcrawl.index.archive import FRESH
 from bspcrawl.partition import Link, host_owner, owner
 from bspcrawl.robots.fetcher import FetchJob, FetchResult
 from bspcrawl.robots.politeness import RETRY_STATUSES, backoff, rest
@@ -237,7 +238,7 @@ class Frontier:
                 host.ready_at = now + backoff(tries, result.retry_after, s.politeness_max_backoff)
                 self.counters["fetch/retried"] += 1
                 commit = False
-        if self._paced(host) and not job.robots:
+        if self._paced(host) and not job.robots and result.revisit != FRESH:
             host.ready_at = max(host.ready_at, result.ended + rest(
                 host.delay, s.politeness_response_factor, result.elapsed))
         self._enqueue(job.host, now)

@@ -36,6 +36,8 @@ class Settings:
     seeds: str = _opt("", "file of seed URLs, one per line ('#' starts a comment)")
     out: str = _opt("", "output directory (HDF5 files, per rank and joined)")
     overwrite: bool = _opt(False, "replace an earlier crawl's files in --out")
+    recrawl: str = _opt("", "crawl again after the crawl in this directory: its history is "
+                        "kept, unchanged pages cost a 304 or nothing (default seeds: its own)")
 
     fetch_robots: int = _opt(8, "robots per rank: concurrent transfers, and the window size")
     fetch_connect_timeout: float = _opt(5.0, "TCP/TLS connect timeout", "s")
@@ -81,6 +83,7 @@ class Settings:
     crawl_max_depth: int = _opt(0, "ignore links deeper than this from a seed (0: no limit)")
 
     index_flush_pages: int = _opt(2000, "pages buffered before an index segment is written")
+    index_no_warc: bool = _opt(False, "keep no bodies (no WARC files; no revisits either)")
     checkpoint_every: int = _opt(1000, "checkpoint every this many supersteps (0: only when "
                                  "the crawl stops)")
     log_interval: float = _opt(2.0, "seconds between progress lines", "s")
@@ -138,7 +141,7 @@ _SHORT = {"fetch_robots": "robots", "fetch_allow_net": "allow-net",
           "politeness_min_host_delay": "min-host-delay",
           "fetch_user_agent": "user-agent", "crawl_max_pages": "max-pages",
           "crawl_max_seconds": "max-seconds", "crawl_max_depth": "max-depth",
-          "crawl_max_host_pages": "max-host-pages"}
+          "crawl_max_host_pages": "max-host-pages", "index_no_warc": "no-warc"}
 
 
 def _flag(name: str) -> str:

@@ -32,10 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import xxhash
 from mpi4py import MPI
 
 from bspcrawl import checkpoint
 from bspcrawl.frontier import Frontier
+from bspcrawl.index.archive import Archive
 from bspcrawl.index.store import STATS_DTYPE, RankStore
 from bspcrawl.index.terms import term_counts
 from bspcrawl.index.window import DEFERRED, Window
@@ -45,7 +47,7 @@ from bspcrawl.robots.fetcher import Fetcher, FetchResult
 from bspcrawl.robots.links import LinkCache, parse_html
 from bspcrawl.robots.robotstxt import header_directives
 from bspcrawl.settings import Settings
-from bspcrawl.urls import resolve
+from bspcrawl.urls import host_hash, resolve
 
 POLL_MIN, POLL_MAX = 20e-6, 1e-3  # backoff between Test() calls on a pending collective, s
 STOP_FILE = "stop"  # ``bspcrawl stop DIR`` creates DIR/stop: the crawl stops soon after
@@ -146,8 +148,11 @@ class Crawl:
         self.frontier = Frontier(settings)
         self.window = Window(settings.fetch_robots)
         at = resume.superstep if resume else None
+        self.archive = Archive(out, self.rank, warc=not settings.index_no_warc)
         self.store = RankStore(out, self.rank, self.size, settings.to_dict(),
-                               settings.index_flush_pages, resume_at=at)
+                               settings.index_flush_pages, resume_at=at, archive=self.archive)
+        if settings.recrawl and resume is None:
+            self.store.carry(Path(settings.recrawl))
         self.orphans: list[RankStore] = []  # rank files of a larger P, closed by rank 0
         self.cache = LinkCache()
         self.inbox = bucket([Link(u) for u in seeds], self.size)[self.rank]
@@ -225,6 +230,7 @@ class Crawl:
             for sig, handler in old.items():
                 signal.signal(sig, handler)
             self.fetcher.close()
+            self.archive.close()
         self.store.close(k)
         for orphan in self.orphans:
             orphan.close(k)
@@ -279,7 +285,12 @@ class Crawl:
         if not draining:
             jobs = self.frontier.next_jobs(self.window.next_seq)
             self.window.open(jobs, time.time())
-            self.fetcher.submit(jobs)
+            cached = self.archive.plan([j for j in jobs if not j.robots],
+                                       self.frontier.fingerprints, time.time())
+            fresh = {id(r.job) for r in cached}
+            self.fetcher.submit([j for j in jobs if id(j) not in fresh] if fresh else jobs)
+            for r in cached:
+                self.window.deliver(r.job.seq, r.job.index, r)
             if not jobs and not links and self.frontier.resting:
                 time.sleep(IDLE_SLEEP)  # every host with URLs is resting: do not spin
         return links
@@ -338,11 +349,13 @@ class Crawl:
             return
         job = result.job
         redirect, found, terms = "", [], {}
+        if result.revisit or result.status == 304:
+            self.archive.restore(result, self.frontier.fingerprints([job.url]).item())
         if result.location:
             redirect = resolve(result.location, job.url) or ""
             if redirect:
                 links.append(Link(redirect, job.depth, job.hops + 1))
-        elif 200 <= result.status < 300 and is_html(result):
+        elif (200 <= result.status < 300 or result.revisit) and is_html(result):
             page = parse_html(result.body, job.url, self.cache,
                               charset=charset(result.content_type))
             header = header_directives(result.headers.get("x-robots-tag", ""),
@@ -353,7 +366,9 @@ class Crawl:
                 terms = term_counts(page.text)
             links.extend(Link(u, job.depth + 1) for u in found)
         fps = self.frontier.fingerprints([job.url, *found]).tolist()
-        self.store.commit(result, fps[0], redirect, fps[1:], terms)
+        content_fp = xxhash.xxh3_64_intdigest(result.body) if result.body else 0
+        self.archive.record(result, fps[0], host_hash(job.host), content_fp)
+        self.store.commit(result, fps[0], redirect, fps[1:], terms, content_fp)
 
     def _counters(self, urls_out: int, start: float) -> np.ndarray:
         if self.rank == 0 and time.monotonic() >= self.next_stop_check:

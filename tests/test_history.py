@@ -135,7 +135,8 @@ def test_hdf5_round_trip_is_exact():
             "time": rng.random(n) * 2e9, "status": rng.integers(0, 600, n),
             "content_fp": rng.integers(0, 2**64, n, np.uint64),
             "warc_file": rng.integers(-1, 100, n), "warc_offset": rng.integers(0, 2**40, n),
-            "warc_length": rng.integers(0, 2**31, n)}
+            "warc_length": rng.integers(0, 2**31, n),
+            "host": rng.integers(0, 2**63 - 1, n, np.int64)}
     h.extend(**cols)
     with h5py.File(io.BytesIO(), "w") as f:
         h.save(f.create_group("history"))

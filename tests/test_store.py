@@ -29,7 +29,8 @@ def test_pages_links_and_inverted_index_round_trip(tmp_path):
     expect_post: dict[bytes, list[tuple[int, int]]] = {}
     expect_links = []
     for res, terms, links in fake_pages(50, rng):
-        doc = store.commit(res, url_fp=doc_fp(res), redirect="", link_fps=links, terms=terms)
+        doc = store.commit(res, url_fp=doc_fp(res), redirect="", link_fps=links, terms=terms,
+                           content_fp=len(res.body))
         if doc % 7 == 6:
             store.seal(superstep=doc)  # several segments
         for t, tf in terms.items():
@@ -66,7 +67,7 @@ def test_joined_file_concatenates_ranks(tmp_path):
     for rank, n in enumerate([5, 0, 3]):
         store = RankStore(tmp_path, rank, 3, {}, flush_pages=100)
         for res, terms, links in fake_pages(n, rng):
-            store.commit(res, 0, "", links, terms)
+            store.commit(res, 0, "", links, terms, len(res.body))
         store.add_stats(np.zeros((), STATS_DTYPE))
         store.close(superstep=1)
     join(tmp_path, 3, {"supersteps": 1, "urls_seen": 8, "wall_s": 0.5, "stopped": "done"})
@@ -84,17 +85,17 @@ def test_resume_drops_segments_after_the_checkpoint_and_continues_doc_ids(tmp_pa
     pages = list(fake_pages(30, rng))
     store = RankStore(tmp_path, 0, 1, {}, flush_pages=100)
     for i, (res, terms, links) in enumerate(pages[:20]):
-        store.commit(res, 0, "", links, terms)
+        store.commit(res, 0, "", links, terms, len(res.body))
         if i in (9, 19):
             store.seal(superstep=i)  # checkpoint at 9; 10..19 are sealed after it
     resumed = RankStore(tmp_path, 0, 1, {}, flush_pages=100, resume_at=9)
     assert resumed.docs == 10
     for res, terms, links in pages[10:]:
-        resumed.commit(res, 0, "", links, terms)
+        resumed.commit(res, 0, "", links, terms, len(res.body))
     resumed.close(superstep=40)
     whole = RankStore(tmp_path / "whole", 0, 1, {}, flush_pages=100)
     for res, terms, links in pages:
-        whole.commit(res, 0, "", links, terms)
+        whole.commit(res, 0, "", links, terms, len(res.body))
     whole.close(superstep=40)
     with h5py.File(tmp_path / "rank-0000.h5") as a, \
             h5py.File(tmp_path / "whole" / "rank-0000.h5") as b:
@@ -107,7 +108,7 @@ def test_a_joined_rank_file_splits_back_into_a_segment(tmp_path):
     rng = random.Random(5)
     store = RankStore(tmp_path, 0, 1, {}, flush_pages=100)
     for res, terms, links in fake_pages(12, rng):
-        store.commit(res, 0, "", links, terms)
+        store.commit(res, 0, "", links, terms, len(res.body))
     store.close(superstep=4)
     with h5py.File(tmp_path / "rank-0000.h5") as f:
         before = {n: f[n][:] for n in ("pages/url", "index/terms", "index/docs", "index/tf")}

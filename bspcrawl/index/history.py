@@ -45,6 +45,7 @@ FIELDS: dict[str, type] = {
     "warc_file": np.int32,  # index of the WARC file holding the body's record; -1: none
     "warc_offset": np.int64,  # offset of that record (its gzip member) in the file
     "warc_length": np.int64,  # length of that record (compressed), bytes
+    "host": np.int64,  # urls.host_hash of the URL's host key: its owner rank is host % P
 }
 
 
@@ -59,6 +60,7 @@ class Version:
     warc_file: int = -1
     warc_offset: int = -1
     warc_length: int = 0
+    host: int = 0
 
     @property
     def has_body(self) -> bool:
@@ -103,14 +105,15 @@ class History:
     def extend(self, url_fp: ArrayLike, time: ArrayLike, status: ArrayLike,
                content_fp: ArrayLike, warc_file: ArrayLike | None = None,
                warc_offset: ArrayLike | None = None,
-               warc_length: ArrayLike | None = None) -> None:
+               warc_length: ArrayLike | None = None, host: ArrayLike | None = None) -> None:
         """Add a batch of versions, one array-like per column (``FIELDS``; the ``warc_*``
-        columns default to "no body"). Amortised O(batch)."""
+        columns default to "no body", ``host`` to 0). Amortised O(batch)."""
         n = len(np.asarray(url_fp))
         given = {"url_fp": url_fp, "time": time, "status": status, "content_fp": content_fp,
                  "warc_file": [-1] * n if warc_file is None else warc_file,
                  "warc_offset": [-1] * n if warc_offset is None else warc_offset,
-                 "warc_length": [0] * n if warc_length is None else warc_length}
+                 "warc_length": [0] * n if warc_length is None else warc_length,
+                 "host": [0] * n if host is None else host}
         try:
             cols = {name: np.asarray(given[name], dtype) for name, dtype in FIELDS.items()}
         except (OverflowError, TypeError) as e:
@@ -153,7 +156,8 @@ class History:
         c = self._cols
         return Version(int(c["url_fp"][row]), float(c["time"][row]), int(c["status"][row]),
                        int(c["content_fp"][row]), int(c["warc_file"][row]),
-                       int(c["warc_offset"][row]), int(c["warc_length"][row]))
+                       int(c["warc_offset"][row]), int(c["warc_length"][row]),
+                       int(c["host"][row]))
 
     def versions(self, fp: int) -> list[Version]:
         """Every version of ``fp``, oldest first (equal times: in append order)."""

@@ -27,7 +27,7 @@ from bspcrawl import __version__
 from bspcrawl.index.store import PAGE_FIELDS, STATS_DTYPE, rank_path
 
 CRAWL_FILE = "crawl.h5"
-_OURS = re.compile(r"(crawl|rank-\d{4})\.h5|segments|checkpoint|stop")
+_OURS = re.compile(r"(crawl|rank-\d{4})\.h5|segments|checkpoint|stop|warc")
 
 
 class OutputError(Exception):

@@ -29,6 +29,8 @@ Layout of ``DIR/rank-NNNN.h5`` (every dataset 1-D, one row per page unless said 
 ``/pages/doc_id``            int64       dense per-rank document id (= row number)
 ``/pages/content_fp``        uint64      xxh3-64 of the body (0: no body); equal = duplicate
 ``/pages/redirect``          str         resolved Location of a 3xx, else ''
+``/pages/revisit``           uint8       0 fetched; 1 304 Not Modified, 2 still fresh, not
+                                         fetched (body restored from the archive)
 ``/links/offsets``           int64       CSR row pointer, n_pages + 1 entries
 ``/links/targets``           int64       url_fp of each out-link, page by page
 ``/index/terms``             str         sorted terms
@@ -36,7 +38,11 @@ Layout of ``DIR/rank-NNNN.h5`` (every dataset 1-D, one row per page unless said 
 ``/index/docs``              int64       doc ids of each term's postings, increasing
 ``/index/tf``                int32       term frequency in that doc
 ``/stats``                   compound    one row per superstep (fields: ``STATS_DTYPE``)
+``/history``, ``/validators`` groups      every version fetched, each URL's validators
+``/warc/files``              str         the WARC files ``/history/warc_file`` indexes
 ===========================  ==========  ===================================================
+
+(The last three: see :mod:`bspcrawl.index.archive`.)
 
 Root attributes: ``format`` ("bspcrawl-rank"), ``version``, ``rank``, ``ranks``,
 ``settings`` (JSON), ``started``, ``finished`` (Unix times) and ``complete`` (bool).
@@ -55,9 +61,10 @@ from pathlib import Path
 
 import h5py
 import numpy as np
-import xxhash
 
 from bspcrawl import __version__
+from bspcrawl.index import archive as archive_mod
+from bspcrawl.index.archive import Archive
 from bspcrawl.robots.fetcher import FetchResult
 
 STR = h5py.string_dtype()
@@ -66,6 +73,7 @@ PAGE_FIELDS: dict[str, np.dtype | type] = {
     "url": STR, "url_fp": np.int64, "status": np.int16, "error": STR, "content_type": STR,
     "length": np.int64, "fetch_time": np.float64, "elapsed": np.float32, "depth": np.int16,
     "seq": np.int64, "doc_id": np.int64, "content_fp": np.uint64, "redirect": STR,
+    "revisit": np.uint8,
 }
 STATS_DTYPE = np.dtype([
     ("rank", np.int32), ("superstep", np.int64), ("time", np.float64), ("pages", np.int64),
@@ -117,11 +125,13 @@ class RankStore:
 
     ``resume_at``: continue the crawl whose last complete checkpoint is that superstep
     (segments sealed after it are deleted; counters and vocabulary are read back).
+    ``archive``: the rank's history, validators and WARC writer, sealed with the pages.
     """
 
     def __init__(self, out: Path, rank: int, ranks: int, settings: dict, flush_pages: int,
-                 resume_at: int | None = None) -> None:
+                 resume_at: int | None = None, archive: Archive | None = None) -> None:
         self.out, self.rank, self.ranks = out, rank, ranks
+        self.archive = archive
         self.settings = settings
         self.flush_pages = flush_pages
         self.started = time.time()
@@ -147,6 +157,8 @@ class RankStore:
                 path.unlink()
                 continue
             with h5py.File(path, "r") as f:
+                if self.archive is not None:
+                    self.archive.replay(f)
                 for term in f["vocab"][:]:
                     self.vocab[bytes(term)] = len(self.vocab)
                 a = f.attrs
@@ -161,8 +173,9 @@ class RankStore:
         return len(self.buffer["url"])
 
     def commit(self, result: FetchResult, url_fp: int, redirect: str,
-               link_fps: list[int], terms: dict[bytes, int]) -> int:
-        """Append one fetched page with its out-links and term counts; returns its doc id."""
+               link_fps: list[int], terms: dict[bytes, int], content_fp: int) -> int:
+        """Append one fetched page with its out-links and term counts; returns its doc id.
+        ``content_fp``: xxh3-64 of its body (0: none)."""
         doc = self.docs
         self.docs += 1
         job, b = result.job, self.buffer
@@ -177,18 +190,19 @@ class RankStore:
         b["depth"].append(job.depth)
         b["seq"].append(job.seq)
         b["doc_id"].append(doc)
-        b["content_fp"].append(xxhash.xxh3_64_intdigest(result.body) if result.body else 0)
+        b["content_fp"].append(content_fp)
         b["redirect"].append(redirect)
+        b["revisit"].append(result.revisit)
         self.link_buffer.extend(link_fps)
         self.link_counts.append(len(link_fps))
         self.batch_terms.extend(terms)
         self.batch_tfs.extend(terms.values())
         self.batch_docs.append(doc)
         self.batch_lens.append(len(terms))
-        self.bytes += len(result.body)
+        self.bytes += 0 if result.revisit else len(result.body)
         if result.error:
             self.errors += 1
-        elif 200 <= result.status < 300:
+        elif 200 <= result.status < 300 or result.revisit:
             self.pages_ok += 1
         return doc
 
@@ -196,8 +210,9 @@ class RankStore:
         """Append one ``STATS_DTYPE`` row (one superstep); written with the next segment."""
         self.stats_buffer.append(row)
 
-    def seal(self, superstep: int) -> None:
-        """Write everything buffered as the segment of ``superstep`` (durably)."""
+    def seal(self, superstep: int, rows: Callable[[h5py.File], None] | None = None) -> None:
+        """Write everything buffered as the segment of ``superstep`` (durably), with the
+        archive's rows (or what ``rows`` writes instead)."""
         vocab = self.vocab
         for term in set(self.batch_terms).difference(vocab):
             vocab[term] = len(vocab)
@@ -219,6 +234,10 @@ class RankStore:
             f.create_dataset("stats", data=np.array(self.stats_buffer, dtype=STATS_DTYPE))
             f.attrs.update(superstep=superstep, docs=self.docs, pages_ok=self.pages_ok,
                            errors=self.errors, bytes=self.bytes, started=self.started)
+            if rows is not None:
+                rows(f)
+            elif self.archive is not None:
+                self.archive.drain(f)
 
         write_atomically(segment_dir(self.out, self.rank) / f"{superstep:010d}.h5", fill)
         self.sealed_vocab = len(vocab)
@@ -227,6 +246,15 @@ class RankStore:
         self.stats_buffer.clear()
         self.link_buffer, self.link_counts = [], []
         self.batch_terms, self.batch_tfs, self.batch_docs, self.batch_lens = [], [], [], []
+
+    def carry(self, previous: Path) -> None:
+        """Begin a recrawl: seal this rank's share of the crawl in ``previous`` (history,
+        validators) as the carried segment, and take it into the archive."""
+        assert self.archive is not None
+        self.seal(archive_mod.PREVIOUS, rows=lambda f: archive_mod.carry(
+            previous, self.out, self.rank, self.ranks, f))
+        with h5py.File(segments(self.out, self.rank)[0][1], "r") as f:
+            self.archive.replay(f)
 
     def close(self, superstep: int, complete: bool = True) -> Path:
         """Seal what is buffered, then join every segment into ``DIR/rank-NNNN.h5``."""
@@ -251,6 +279,7 @@ def join_segments(out: Path, rank: int, ranks: int, settings: dict, complete: bo
         vocab = [bytes(t) for p in parts for t in p["vocab"][:]]
         stats = np.concatenate([p["stats"][:] for p in parts] + [np.zeros(0, STATS_DTYPE)])
         started = float(parts[0].attrs["started"]) if parts else time.time()
+        kept = archive_mod.collect(parts, out, rank)
     finally:
         for p in parts:
             p.close()
@@ -276,6 +305,7 @@ def join_segments(out: Path, rank: int, ranks: int, settings: dict, complete: bo
         f["index/docs"] = docs[order].astype(np.int64)
         f["index/tf"] = tfs[order]
         f.create_dataset("stats", data=stats, maxshape=(None,))
+        archive_mod.save(f, *kept)
 
     path = rank_path(out, rank)
     write_atomically(path, fill)
@@ -287,29 +317,28 @@ def split_rank_file(out: Path, rank: int, superstep: int) -> None:
     """Turn a joined ``DIR/rank-NNNN.h5`` back into one segment of ``superstep`` (to
     resume a crawl that stopped and joined its files); the inverse of join_segments."""
     path = rank_path(out, rank)
+    segment_dir(out, rank).mkdir(parents=True, exist_ok=True)
     with h5py.File(path, "r") as f:
         pages = {name: f[f"pages/{name}"][:] for name in PAGE_FIELDS}
         counts = np.diff(f["links/offsets"][:]).astype(np.int32)
-        targets = f["links/targets"][:]
         terms = [t.encode() for t in f["index/terms"].asstr()[:]]
         offsets = f["index/offsets"][:]
         term_ids = np.repeat(np.arange(len(terms), dtype=np.int32), np.diff(offsets))
-        docs, tfs = f["index/docs"][:].astype(np.int32), f["index/tf"][:]
-        stats = f["stats"][:]
-        a = dict(f.attrs)
-    ok = ((pages["status"] >= 200) & (pages["status"] < 300)).sum()
+        ok = ((pages["status"] >= 200) & (pages["status"] < 300) | (pages["revisit"] > 0)).sum()
 
-    def fill(g: h5py.File) -> None:
-        for name, dtype in PAGE_FIELDS.items():
-            g.create_dataset(f"pages/{name}", data=pages[name], dtype=dtype)
-        g["links/counts"], g["links/targets"] = counts, targets
-        g["postings/term"], g["postings/doc"], g["postings/tf"] = term_ids, docs, tfs
-        g.create_dataset("vocab", data=np.array(terms, dtype=object), dtype=VOCAB)
-        g.create_dataset("stats", data=stats)
-        g.attrs.update(superstep=superstep, docs=len(pages["url"]), pages_ok=int(ok),
-                       errors=int((pages["error"] != b"").sum()),
-                       bytes=int(pages["length"].sum()), started=float(a["started"]))
+        def fill(g: h5py.File) -> None:
+            for name, dtype in PAGE_FIELDS.items():
+                g.create_dataset(f"pages/{name}", data=pages[name], dtype=dtype)
+            g["links/counts"], g["links/targets"] = counts, f["links/targets"][:]
+            g["postings/term"], g["postings/tf"] = term_ids, f["index/tf"][:]
+            g["postings/doc"] = f["index/docs"][:].astype(np.int32)
+            g.create_dataset("vocab", data=np.array(terms, dtype=object), dtype=VOCAB)
+            g.create_dataset("stats", data=f["stats"][:])
+            g.attrs.update(superstep=superstep, docs=len(pages["url"]), pages_ok=int(ok),
+                           errors=int((pages["error"] != b"").sum()),
+                           bytes=int(pages["length"][pages["revisit"] == 0].sum()),
+                           started=float(f.attrs["started"]))
+            archive_mod.split(f, g)
 
-    segment_dir(out, rank).mkdir(parents=True, exist_ok=True)
-    write_atomically(segment_dir(out, rank) / f"{superstep:010d}.h5", fill)
+        write_atomically(segment_dir(out, rank) / f"{superstep:010d}.h5", fill)
     path.unlink()

@@ -368,6 +368,13 @@ def read_body(path: Path, offset: int) -> bytes:
     """The HTTP body stored in the response record at ``offset`` of ``path``: exactly the
     ``FetchResult.body`` that was written. ValueError if there is no response record
     there (a revisit's body is at the location the history keeps for it)."""
+    return read_response(path, offset)[1]
+
+
+def read_response(path: Path, offset: int) -> tuple[dict[str, str], bytes]:
+    """The HTTP header fields (lower-case names, as stored: see "What a response record
+    holds") and the body of the response record at ``offset`` of ``path``. ValueError if
+    there is no response record there."""
     with open(path, "rb") as fh:
         fh.seek(offset)
         if fh.read(2) != b"\x1f\x8b":  # every record is a gzip member
@@ -379,7 +386,8 @@ def read_body(path: Path, offset: int) -> bytes:
                     break
                 if record.rec_type != "response":
                     raise ValueError(f"{path}@{offset}: a {record.rec_type} record has no body")
-                return record.raw_stream.read()
+                fields = record.http_headers.headers if record.http_headers else []
+                return {k.lower(): v for k, v in fields}, record.raw_stream.read()
         except ArchiveLoadFailed as e:
             raise ValueError(f"{path}@{offset}: no WARC record ({e})") from None
     raise ValueError(f"{path}@{offset}: no WARC record")

@@ -68,11 +68,17 @@ class FetchJob:
     robots: bool = False
     depth: int = 0
     hops: int = 0
+    headers: tuple[str, ...] = ()  # extra request header lines (If-None-Match: ...)
 
 
 @dataclass(slots=True)
 class FetchResult:
-    """What a robot brings back. ``status`` is 0 and ``error`` names the kind on failure."""
+    """What a robot brings back. ``status`` is 0 and ``error`` names the kind on failure.
+
+    ``revisit``: 0 for a transfer; 1 for a 304 and 2 for a URL not fetched because its
+    archived copy was still fresh, whose ``body`` and ``content_type`` were restored from
+    the archive (``bspcrawl.index.archive``).
+    """
 
     job: FetchJob
     status: int = 0
@@ -85,6 +91,7 @@ class FetchResult:
     ended: float = 0.0  # time.monotonic() when it ended (for the host's rest)
     retry_after: float | None = None  # seconds, from a 429/503's Retry-After
     headers: dict[str, str] = field(default_factory=dict)
+    revisit: int = 0
 
 
 class _Transfer:
@@ -138,6 +145,7 @@ class _Transfer:
         c.setopt(pycurl.URL, job.url)
         c.setopt(pycurl.FOLLOWLOCATION, 1 if job.robots else 0)
         c.setopt(pycurl.MAXREDIRS, ROBOTS_TXT_HOPS)
+        c.setopt(pycurl.HTTPHEADER, list(job.headers))
         self.started = time.time()
 
     def _write(self, data: bytes) -> int | None:

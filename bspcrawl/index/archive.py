@@ -1,0 +1,293 @@
+"""A rank's memory of its fetches: validators, history and WARC bodies, and revisits.
+
+This ties together :mod:`~bspcrawl.index.validators` (what each URL's last response said
+about caching), :mod:`~bspcrawl.index.history` (every fetched version of each URL) and
+:mod:`~bspcrawl.index.warc` (the bodies) for the crawl loop, after Yioop's cache history
+and validation (Kukreti 2013, ``../shared/seeds/002_*``):
+
+* :meth:`Archive.plan`, once per schedule: one batch lookup of the schedule's URLs in
+  the validator store. A URL whose archived copy is still fresh (``Expires`` or
+  ``max-age`` ahead) is not fetched: it becomes a result (``revisit`` = ``FRESH``)
+  delivered to the window at once. The others known get ``If-None-Match`` /
+  ``If-Modified-Since``.
+* :meth:`Archive.restore`, at commit: a 304 or a fresh URL gets the body and
+  Content-Type of its archived version back from the WARC file, so the page is parsed,
+  indexed and its links followed as if it had been downloaded again (a recrawl reaches
+  the same pages; its index is whole).
+* :meth:`Archive.record`, at commit: WARC records (response, or revisit for a 304 or an
+  unchanged body, and request), one history row (none for a fresh URL: nothing was
+  fetched), and, for a 2xx or 304 whose body is archived, the URL's new validators.
+
+Validators are kept only for archived bodies, so a URL is revalidated only when its body
+can be restored: with ``--no-warc`` there are no revisits (every URL is fetched whole) and
+the history rows have no body.
+
+**Recrawl** (``bspcrawl run --recrawl PREVIOUS_DIR``): each rank first carries its share of
+the previous crawl's history and validators (rows whose host it owns now, whatever P the
+previous crawl had) into a segment of its own, the *carried* segment (superstep
+``PREVIOUS``); a crawl directory therefore holds the whole history of its URLs. Bodies are
+not copied: ``/warc/files`` of a rank file lists the WARC files its history refers to,
+relative to the crawl directory, the previous crawls' ones first (``../prev/warc/...``).
+Keep the earlier crawls' ``warc/`` folders where they are (or move the crawls together).
+
+Segments (``bspcrawl.index.store``) carry what each sealed stretch added: ``history/*``
+(one column per ``history.FIELDS``) and ``validators/*`` (the rows updated:
+``fp``, ``etag``, ``last_modified``, ``expires``, ``fetched``, ``content_fp``); the
+joined rank file holds ``/history`` (``History.save``), ``/validators``
+(``ValidatorStore.save``) and ``/warc/files`` (:func:`collect`, :func:`save`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import h5py
+import numpy as np
+
+from bspcrawl.index.history import FIELDS, History, Version
+from bspcrawl.index.validators import Validators, ValidatorStore, conditional_headers
+from bspcrawl.index.warc import OPEN, WarcWriter, read_response, recover, warc_name
+from bspcrawl.robots.fetcher import FetchJob, FetchResult
+
+FETCHED, NOT_MODIFIED, FRESH = 0, 1, 2  # FetchResult.revisit, /pages/revisit
+WARC_DIR = "warc"
+PREVIOUS = -1  # superstep of the carried segment (the previous crawl's share)
+STR = h5py.string_dtype()
+VALIDATOR_FIELDS = ("fp", "etag", "last_modified", "expires", "fetched", "content_fp")
+
+
+class Archive:
+    """One rank's validators, history and WARC writer (``warc`` False: no bodies kept).
+
+    Owned by the scheduler thread. ``files``: the WARC files of earlier crawls the history
+    refers to (relative to ``out``); a version in this crawl's WARC file ``I`` has
+    ``warc_file`` = ``len(files) + I``.
+    """
+
+    def __init__(self, out: Path, rank: int, warc: bool = True) -> None:
+        self.out, self.rank = out, rank
+        self.validators = ValidatorStore()
+        self.history = History()
+        self.files: list[str] = []
+        self.writer = WarcWriter(out / WARC_DIR, rank) if warc else None
+        self._rows: list[tuple] = []  # history rows not yet in a segment
+        self._updates: list[tuple] = []  # validator rows not yet in the store nor a segment
+        self._sealed: dict[str, list] = {name: [] for name in VALIDATOR_FIELDS}
+
+    def close(self) -> None:
+        """Finish the WARC file being written."""
+        if self.writer is not None:
+            self.writer.close()
+
+    # ------------------------------------------------------------- the crawl
+
+    def plan(self, jobs: list[FetchJob], fingerprints: Callable[[list[str]], np.ndarray],
+             now: float) -> list[FetchResult]:
+        """Look up a schedule's page jobs (``fingerprints``: their URLs' seen-set keys) in
+        one batch: set conditional headers on the known ones; return results for the fresh
+        ones (not to be fetched)."""
+        self.flush()
+        if not jobs or not len(self.validators):
+            return []
+        found = self.validators.lookup(fingerprints([j.url for j in jobs]))
+        fresh = found.expires > now
+        cached = []
+        for i in np.flatnonzero(found.found).tolist():
+            if fresh[i]:
+                cached.append(FetchResult(jobs[i], started=time.time(), ended=time.monotonic(),
+                                          revisit=FRESH))
+            else:
+                jobs[i].headers = tuple(conditional_headers(found.row(i)))
+        return cached
+
+    def restore(self, result: FetchResult, fp: int) -> None:
+        """Give a 304 or a fresh result the body and Content-Type of the archived version
+        (a fresh one also its status). Left without a body if the archive lost it."""
+        if result.revisit != FRESH and (result.status != 304 or result.error):
+            return
+        result.revisit = result.revisit or NOT_MODIFIED
+        original = self.history.original(fp)
+        if original is None:
+            return
+        try:
+            headers, body = read_response(self.path(original.warc_file), original.warc_offset)
+        except (OSError, ValueError):
+            return
+        result.body, result.content_type = body, headers.get("content-type", "")
+        if result.revisit == FRESH:
+            result.status = original.status
+
+    def record(self, result: FetchResult, fp: int, host: int, content_fp: int) -> None:
+        """Archive one committed page result: WARC records, history row, validators."""
+        if result.revisit == FRESH or result.status <= 0 or result.error:
+            return
+        at = (-1, -1, 0)
+        if self.writer is not None:
+            archived = self.writer.write_fetch(
+                result, request_headers=result.job.headers, content_fp=content_fp,
+                original=self.history.original(fp))
+            if archived is not None:
+                b = archived.body  # a revisit's is the original's: a table index already
+                at = (b.file if archived.revisit else len(self.files) + b.file, b.offset,
+                      b.length)
+                if 200 <= result.status < 300 or result.status == 304:
+                    self._validate(result, fp, content_fp)
+        row = (fp, result.started, result.status, content_fp, *at, host)
+        self.history.append(Version(*row))
+        self._rows.append(row)
+
+    def _validate(self, result: FetchResult, fp: int, content_fp: int) -> None:
+        previous = None
+        if result.status == 304:
+            self.flush()
+            previous = self.validators.get(fp)
+        v = Validators.from_response(result.headers, result.started, content_fp, previous)
+        self._updates.append((fp, v.etag, v.last_modified, v.expires, v.fetched, v.content_fp))
+
+    def flush(self) -> None:
+        """Apply the validator rows recorded since the last flush to the store."""
+        if not self._updates:
+            return
+        columns = list(zip(*self._updates, strict=True))
+        self.validators.update(*columns)
+        for name, column in zip(VALIDATOR_FIELDS, columns, strict=True):
+            self._sealed[name].extend(column)
+        self._updates.clear()
+
+    def path(self, warc_file: int) -> Path:
+        """The path of the history's WARC file index ``warc_file``."""
+        if warc_file < len(self.files):
+            return self.out / self.files[warc_file]
+        assert self.writer is not None
+        return self.writer.path(warc_file - len(self.files))
+
+    # -------------------------------------------------------------- segments
+
+    def drain(self, segment: h5py.File) -> None:
+        """Write what was recorded since the last segment into ``segment`` (after an
+        fsync of the WARC records it refers to)."""
+        self.flush()
+        if self.writer is not None:
+            self.writer.sync()
+        rows = list(zip(*self._rows, strict=True)) or [[] for _ in FIELDS]
+        write_rows(segment, dict(zip(FIELDS, rows, strict=True)),
+                   {name: self._sealed[name] for name in VALIDATOR_FIELDS}, self.files)
+        self._rows.clear()
+        self._sealed = {name: [] for name in VALIDATOR_FIELDS}
+
+    def replay(self, segment: h5py.File) -> None:
+        """Take back what a segment recorded (resuming a crawl, or the carried segment)."""
+        history, validators, files = read_rows(segment)
+        self.history.extend(**history)
+        if len(validators["fp"]):
+            self.validators.update(*(validators[name] for name in VALIDATOR_FIELDS))
+        self.files = files or self.files
+
+
+def write_rows(segment: h5py.File, history: dict, validators: dict, files: list[str]) -> None:
+    """Store history rows, validator rows and the earlier crawls' WARC files in a segment."""
+    for name, dtype in FIELDS.items():
+        segment.create_dataset(f"history/{name}", data=np.asarray(history[name], dtype))
+    for name in VALIDATOR_FIELDS:
+        dtype = STR if name == "etag" else np.uint64 if name == "content_fp" else np.int64
+        data = np.array(validators[name], dtype=object if name == "etag" else dtype)
+        segment.create_dataset(f"validators/{name}", data=data, dtype=dtype)
+    segment.attrs["warc_files"] = json.dumps(files)
+
+
+def read_rows(segment: h5py.File) -> tuple[dict, dict, list[str]]:
+    """What :func:`write_rows` stored (empty for a segment written without an archive)."""
+    if "history" not in segment:
+        empty = {name: np.zeros(0, dtype) for name, dtype in FIELDS.items()}
+        return empty, {name: np.zeros(0) for name in VALIDATOR_FIELDS}, []
+    history = {name: segment[f"history/{name}"][:] for name in FIELDS}
+    validators = {name: segment[f"validators/{name}"][:] for name in VALIDATOR_FIELDS}
+    validators["etag"] = segment["validators/etag"].asstr()[:].tolist()
+    return history, validators, json.loads(segment.attrs["warc_files"])
+
+
+def collect(parts: list[h5py.File], out: Path, rank: int
+            ) -> tuple[History, ValidatorStore, list[str]]:
+    """The history, validators and WARC file table of a rank, from its segments (oldest
+    first); :func:`save` writes them into the joined rank file."""
+    history, store, files = History(), ValidatorStore(), []
+    for part in parts:
+        rows, validators, listed = read_rows(part)
+        files = listed or files
+        history.extend(**rows)
+        if len(validators["fp"]):
+            store.update(*(validators[name] for name in VALIDATOR_FIELDS))
+    return history, store, files + own_files(out, rank)
+
+
+def save(f: h5py.File, history: History, store: ValidatorStore, files: list[str]) -> None:
+    """Write ``/history``, ``/validators`` and ``/warc/files`` of a rank file."""
+    history.save(f.create_group("history"))
+    store.save(f.create_group("validators"))
+    f.create_dataset("warc/files", data=np.array(files, dtype=object), dtype=STR)
+
+
+def own_files(out: Path, rank: int) -> list[str]:
+    """``warc/rank-RRRR-IIIII.warc.gz`` for I = 0 .. the rank's last file (finishing any
+    file a killed writer left open), relative to ``out``."""
+    folder = out / WARC_DIR
+    if not folder.is_dir():
+        return []
+    for stale in folder.glob(f"rank-{rank:04d}-*.warc.gz{OPEN}"):
+        recover(stale)
+    found = [int(p.name[10:-8]) for p in folder.glob(f"rank-{rank:04d}-*.warc.gz")]
+    return [f"{WARC_DIR}/{warc_name(rank, i)}" for i in range(max(found, default=-1) + 1)]
+
+
+def split(f: h5py.File, segment: h5py.File) -> None:
+    """Turn a joined rank file's archive back into segment rows (inverse of :func:`join`,
+    for resuming a crawl that stopped and joined its files)."""
+    if "history" not in f:
+        return
+    history = History.load(f["history"])
+    store = ValidatorStore.load(f["validators"])
+    fps = store.fingerprints()
+    found = store.lookup(fps)
+    own = f"{WARC_DIR}/rank-"
+    files = [p for p in f["warc/files"].asstr()[:].tolist() if not p.startswith(own)]
+    write_rows(segment, {name: history.column(name) for name in FIELDS},
+               {"fp": fps, "etag": found.etag, "last_modified": found.last_modified,
+                "expires": found.expires, "fetched": found.fetched,
+                "content_fp": found.content_fp}, files)
+
+
+def carry(previous: Path, out: Path, rank: int, size: int, segment: h5py.File) -> int:
+    """Write into ``segment`` this rank's share of the crawl in ``previous``: the history
+    and validators of the hosts it owns among ``size`` ranks. Returns the rows carried."""
+    rows: dict[str, list[np.ndarray]] = {name: [] for name in FIELDS}
+    validators: dict[str, list] = {name: [] for name in VALIDATOR_FIELDS}
+    files: list[str] = []
+    for path in sorted(previous.glob("rank-[0-9][0-9][0-9][0-9].h5")):
+        with h5py.File(path, "r") as f:
+            if "history" not in f:
+                continue
+            history = History.load(f["history"])
+            store = ValidatorStore.load(f["validators"])
+            theirs = f["warc/files"].asstr()[:].tolist()
+        host = history.column("host")
+        mine = (host % size == rank) if size > 1 else np.ones(len(host), bool)
+        for name in FIELDS:
+            rows[name].append(history.column(name)[mine])
+        warc_file = rows["warc_file"][-1]
+        warc_file[warc_file >= 0] += len(files)
+        files += [os.path.relpath(previous / p, out) for p in theirs]
+        fps = np.unique(rows["url_fp"][-1])
+        found = store.lookup(fps)
+        keep = np.flatnonzero(found.found)
+        validators["fp"].extend(fps[keep].tolist())
+        validators["etag"].extend(found.etag[i] for i in keep.tolist())
+        for name in ("last_modified", "expires", "fetched", "content_fp"):
+            validators[name].extend(getattr(found, name)[keep].tolist())
+    history = {name: np.concatenate(c) if c else np.zeros(0, FIELDS[name])
+               for name, c in rows.items()}
+    write_rows(segment, history, validators, files)
+    return len(history["url_fp"])
