@@ -8,7 +8,9 @@ import time
 import h5py
 import numpy as np
 import pytest
+import xxhash
 
+from bspcrawl.index.warc import read_body
 from tests.crawling import ENV, MPIEXEC, PY, UNPACED, crawl, serve
 
 pytestmark = pytest.mark.slow
@@ -22,11 +24,22 @@ def resume(ranks, out, *options, env=None):
 
 
 def assert_complete_and_exact(out, web):
-    """Every truth URL committed once, doc ids dense in every rank file."""
+    """Every truth URL committed once, doc ids dense in every rank file, one history row
+    per page answered, each with its body in a WARC record."""
     with h5py.File(out / "crawl.h5") as f:
         urls = f["pages/url"].asstr()[:].tolist()
         for name in f["ranks"]:
-            docs = f[f"ranks/{name}/pages/doc_id"][:]
+            rank = f[f"ranks/{name}"]
+            answered = rank["pages/status"][:] > 0
+            history = {k: rank[f"history/{k}"][:] for k in ("url_fp", "content_fp", "warc_file",
+                                                             "warc_offset")}
+            assert sorted(history["url_fp"]) == sorted(rank["pages/url_fp"][:][answered])
+            files = rank["warc/files"].asstr()[:]
+            for fp, w, at in list(zip(history["content_fp"], history["warc_file"],
+                                      history["warc_offset"], strict=True))[::7]:
+                body = read_body(out / files[w], at)
+                assert (xxhash.xxh3_64_intdigest(body) if body else 0) == fp
+            docs = rank["pages/doc_id"][:]
             assert np.array_equal(docs, np.arange(len(docs))), name
             n_terms = f[f"ranks/{name}/index/offsets"][-1]
             assert n_terms == f[f"ranks/{name}/index/docs"].shape[0]
