@@ -15,7 +15,10 @@ one FIFO per host, and a schedule takes at most one job per host:
   one job at a time and rests after it (delay, k x response time, Retry-After) before the
   next is scheduled, so the window never waits for politeness;
 - a URL answered 429 or 503 goes back to the front of its host's Q, up to
-  ``politeness_retries`` times, and is committed only with its final answer.
+  ``politeness_retries`` times, and is committed only with its final answer;
+- with ``crawl_revisit_after``, a page committed is put back into the CBT that long
+  after (:meth:`Frontier.revisit_later`): a crawl that revisits never runs out of URLs and
+  ends at a limit or a stop; revisits do not count toward ``crawl_max_host_pages``.
 
 For unpaced hosts that answer, every decision depends only on the order of operations,
 never on the clock, so crawls with the same seeds, settings and P schedule the same URLs in
@@ -86,6 +89,8 @@ class Frontier:
         self.active: deque[str] = deque()  # hosts that may get a job now, round-robin
         self.resting: list[tuple[float, str]] = []  # (ready_at, host): heap of resting hosts
         self.pending = 0
+        self.revisits: list[tuple[float, int, str, int, int]] = []  # heap: (due, fp, url,
+        self.revisiting: set[int] = set()  # depth, hops); fps put back by a revisit
         self.strip = (re.compile(settings.url_strip_params, re.I) if settings.url_strip_params
                       else None)
         self.blacklist = (re.compile("|".join(f"(?:{b})" for b in settings.url_blacklist))
@@ -96,7 +101,24 @@ class Frontier:
              "robots/fetched", "robots/errors", "fetch/retried"), 0)
 
     def __len__(self) -> int:
-        return len(self.cbt) + self.pending
+        return len(self.cbt) + self.pending + len(self.revisits)
+
+    def revisit_later(self, link: Link, fp: int, due: float) -> None:
+        """Fetch ``link`` (fingerprint ``fp``) again at monotonic time ``due``."""
+        heapq.heappush(self.revisits, (due, fp, link.url, link.depth, link.hops))
+
+    def _revisit_due(self, now: float) -> None:
+        """Put the revisits due by ``now`` into the CBT."""
+        ids, prios = [], []
+        while self.revisits and self.revisits[0][0] <= now:
+            _, fp, url, depth, hops = heapq.heappop(self.revisits)
+            if fp not in self.links:
+                self.links[fp] = Link(url, depth, hops)
+                self.revisiting.add(fp)
+                ids.append(fp)
+                prios.append(-float(depth))
+        if ids:
+            self.cbt.insert_many(np.array(ids, dtype=np.int64), np.array(prios))
 
     def receive(self, links: list[Link]) -> int:
         """Insert the unseen links into the CBT; returns how many were new.
@@ -134,6 +156,8 @@ class Frontier:
     def next_jobs(self, seq: int, now: float | None = None) -> list[FetchJob]:
         """The jobs of schedule ``seq``: one per host that can take one, Q before the CBT."""
         now = time.monotonic() if now is None else now
+        if self.revisits:
+            self._revisit_due(now)
         while self.resting and self.resting[0][0] <= now:
             self.active.append(heapq.heappop(self.resting)[1])
         limit = self.settings.queue_batch
@@ -191,10 +215,12 @@ class Frontier:
             fp = host.pending.popleft()
             self.pending -= 1
             link = self.links.pop(fp)
-            if cap and host.taken >= cap and fp not in self.retries:
+            again = fp in self.retries or fp in self.revisiting
+            self.revisiting.discard(fp)
+            if cap and host.taken >= cap and not again:
                 self.counters["frontier/host_cap"] += 1
             elif host.rules.allowed(link.url):
-                host.taken += fp not in self.retries
+                host.taken += not again
                 host.outstanding += 1
                 jobs.append(FetchJob(seq, len(jobs), link.url, key, host.delay, False,
                                      link.depth, link.hops))
@@ -280,6 +306,7 @@ class Frontier:
         queued += [self.links[fp] for h in self.hosts.values() for fp in h.pending]
         queued += [Link(j.url, j.depth, j.hops) for j in unfinished if not j.robots]
         hosts = list(self.hosts.items())
+        later = sorted(self.revisits)
         known = [h.rules is not None for _, h in hosts]
         return {
             "seen": np.fromiter(self.seen, np.int64, len(self.seen)),
@@ -296,6 +323,10 @@ class Frontier:
             "robots_failures": np.array([h.robots_failures for _, h in hosts], np.int32),
             "ready_left": np.array([max(0.0, h.ready_at - now) for _, h in hosts]),
             "taken": np.array([h.taken for _, h in hosts], dtype=np.int64),
+            "revisit_url": np.array([r[2] for r in later], dtype=object),
+            "revisit_depth": np.array([r[3] for r in later], dtype=np.int16),
+            "revisit_hops": np.array([r[4] for r in later], dtype=np.int16),
+            "revisit_left": np.array([r[0] - now for r in later], dtype=np.float64),
         }
 
     def restore(self, states: list[dict[str, np.ndarray]], rank: int, size: int) -> None:
@@ -327,3 +358,10 @@ class Frontier:
             if new:
                 self.cbt.insert_many(np.fromiter(new, np.int64, len(new)),
                                      np.array([-float(x.depth) for x in new.values()]))
+            later = [(Link(u, d, h), left) for u, d, h, left in zip(
+                st["revisit_url"].astype(str).tolist(), st["revisit_depth"].tolist(),
+                st["revisit_hops"].tolist(), st["revisit_left"].tolist(), strict=True)
+                if mine or owner(u, size) == rank]
+            fps = self.fingerprints([x.url for x, _ in later]).tolist()
+            for (link, left), fp in zip(later, fps, strict=True):
+                self.revisit_later(link, fp, now + left)

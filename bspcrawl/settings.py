@@ -81,6 +81,8 @@ class Settings:
     crawl_max_host_pages: int = _opt(0, "fetch at most this many URLs of one host (0: no limit)")
     crawl_max_seconds: float = _opt(0.0, "stop after this wall time (0: no limit)", "s")
     crawl_max_depth: int = _opt(0, "ignore links deeper than this from a seed (0: no limit)")
+    crawl_revisit_after: float = _opt(0.0, "fetch each page again this long after its last "
+                                      "fetch (0: never; such a crawl ends at a limit)", "s")
 
     index_flush_pages: int = _opt(2000, "pages buffered before an index segment is written")
     index_no_warc: bool = _opt(False, "keep no bodies (no WARC files; no revisits either)")
@@ -98,6 +100,7 @@ class Settings:
                         "politeness_retries", "politeness_max_backoff", "robots_ttl",
                         "robots_retries", "window_straggler_timeout", "crawl_max_pages",
                         "crawl_max_host_pages", "crawl_max_seconds", "crawl_max_depth",
+                        "crawl_revisit_after",
                         "checkpoint_every")
         for name in positive:
             if not getattr(self, name) > 0:
@@ -141,7 +144,8 @@ _SHORT = {"fetch_robots": "robots", "fetch_allow_net": "allow-net",
           "politeness_min_host_delay": "min-host-delay",
           "fetch_user_agent": "user-agent", "crawl_max_pages": "max-pages",
           "crawl_max_seconds": "max-seconds", "crawl_max_depth": "max-depth",
-          "crawl_max_host_pages": "max-host-pages", "index_no_warc": "no-warc"}
+          "crawl_max_host_pages": "max-host-pages", "crawl_revisit_after": "revisit-after",
+          "index_no_warc": "no-warc"}
 
 
 def _flag(name: str) -> str:

@@ -291,7 +291,7 @@ class Crawl:
             self.fetcher.submit([j for j in jobs if id(j) not in fresh] if fresh else jobs)
             for r in cached:
                 self.window.deliver(r.job.seq, r.job.index, r)
-            if not jobs and not links and self.frontier.resting:
+            if not jobs and not links and (self.frontier.resting or self.frontier.revisits):
                 time.sleep(IDLE_SLEEP)  # every host with URLs is resting: do not spin
         return links
 
@@ -368,6 +368,10 @@ class Crawl:
         fps = self.frontier.fingerprints([job.url, *found]).tolist()
         content_fp = xxhash.xxh3_64_intdigest(result.body) if result.body else 0
         self.archive.record(result, fps[0], host_hash(job.host), content_fp)
+        after = self.settings.crawl_revisit_after
+        if after and (200 <= result.status < 300 or result.revisit):
+            self.frontier.revisit_later(Link(job.url, job.depth, job.hops), fps[0],
+                                        time.monotonic() + after)
         self.store.commit(result, fps[0], redirect, fps[1:], terms, content_fp)
 
     def _counters(self, urls_out: int, start: float) -> np.ndarray:

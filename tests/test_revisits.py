@@ -165,3 +165,18 @@ def test_times_for_at(text, unix):
 def test_bad_times_for_at(text):
     with pytest.raises(OutputError, match="not a time"):
         parse_time(text)
+
+
+def test_revisit_after_fetches_pages_again_cheaply(tmp_path):
+    with serve(40, 2) as web:
+        done = crawl(1, web.seeds(), tmp_path / "long", "--revisit-after", "0.5",
+                     "--max-seconds", "4", "--checkpoint-every", "50")
+        assert done.returncode == 0, done.stderr
+    got = pages(tmp_path / "long")
+    with h5py.File(tmp_path / "long" / "crawl.h5") as f:
+        urls = f["pages/url"].asstr()[:].tolist()
+        revisit = f["pages/revisit"][:].tolist()
+    ok = [u for u, (s, _, _) in got.items() if s == 200]
+    assert len(urls) > 2 * len(set(urls)), "pages were not revisited"
+    assert revisit.count(NOT_MODIFIED) + revisit.count(FRESH) > len(ok)
+    assert all(len(history_times(tmp_path / "long", u)) >= 2 for u in ok[:10])

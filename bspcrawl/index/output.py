@@ -1,6 +1,7 @@
 """The output directory: checked before a crawl, and joined into ``crawl.h5`` after it.
 
-A crawl owns exactly the files ``crawl.h5`` and ``rank-NNNN.h5`` in its directory.
+A crawl owns exactly ``crawl.h5``, ``rank-NNNN.h5``, ``warc/``, ``segments/``,
+``checkpoint/`` (and a ``stop`` request) in its directory.
 :func:`prepare` refuses a directory holding anything else, and refuses an earlier crawl's
 files unless ``overwrite`` is set, so a mistyped ``--out`` never destroys data.
 
