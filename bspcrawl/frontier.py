@@ -223,7 +223,7 @@ class Frontier:
                 host.taken += not again
                 host.outstanding += 1
                 jobs.append(FetchJob(seq, len(jobs), link.url, key, host.delay, False,
-                                     link.depth, link.hops))
+                                     link.depth, link.hops, fp=fp))
                 break
             else:
                 self.counters["frontier/robots_denied"] += 1

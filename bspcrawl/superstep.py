@@ -285,8 +285,7 @@ class Crawl:
         if not draining:
             jobs = self.frontier.next_jobs(self.window.next_seq)
             self.window.open(jobs, time.time())
-            cached = self.archive.plan([j for j in jobs if not j.robots],
-                                       self.frontier.fingerprints, time.time())
+            cached = self.archive.plan([j for j in jobs if not j.robots], time.time())
             fresh = {id(r.job) for r in cached}
             self.fetcher.submit([j for j in jobs if id(j) not in fresh] if fresh else jobs)
             for r in cached:
@@ -350,7 +349,7 @@ class Crawl:
         job = result.job
         redirect, found, terms = "", [], {}
         if result.revisit or result.status == 304:
-            self.archive.restore(result, self.frontier.fingerprints([job.url]).item())
+            self.archive.restore(result, job.fp)
         if result.location:
             redirect = resolve(result.location, job.url) or ""
             if redirect:

@@ -22,7 +22,10 @@ Columns: ``B/entry`` the arrays' nbytes (columns, radix directory, heap capacity
 entry, ``used`` the same with the heap bytes in use, ``traced`` tracemalloc's current total
 after the build, ``peak`` its peak during the build (a 10^6-row batch's temporaries
 included); ``lookup ms`` median, min and 90th percentile of one schedule's lookup, with the
-delta level empty and (``delta½``) half full.
+delta level empty and (``delta½``) half full; ``plan ms`` the whole of what the crawl does
+per schedule (``bspcrawl.index.archive.Archive.plan``: the lookup, then If-None-Match /
+If-Modified-Since header lines for the stored URLs that are not fresh and a result for each
+fresh one), median and 90th percentile.
 
 Run: ``.venv/bin/python scripts/bench_validators.py`` (about 3 minutes and 2 GB at 10^7);
 writes ``results/bench_validators.json``.
@@ -42,9 +45,12 @@ from pathlib import Path
 
 import numpy as np
 
+from bspcrawl.index.archive import Archive
 from bspcrawl.index.validators import DELTA_MAX, ValidatorStore
+from bspcrawl.robots.fetcher import FetchJob
 
 EPOCH = 1_700_000_000
+NOW = EPOCH + 60 * 86400  # when the schedules are planned: two months after the fetches
 CHUNK = 1_000_000
 
 
@@ -117,6 +123,20 @@ def time_lookups(store: ValidatorStore, queries: list[np.ndarray]) -> list[float
     return out
 
 
+def time_plans(store: ValidatorStore, queries: list[np.ndarray], now: float) -> list[float]:
+    """What the crawl does per schedule (``Archive.plan``): the lookup, plus the
+    conditional headers of the stale hits and a result for each fresh one."""
+    archive = Archive(Path("."), 0, warc=False)
+    archive.validators = store
+    out = []
+    for q in queries:
+        jobs = [FetchJob(0, i, "http://h/", "h", fp=fp) for i, fp in enumerate(q.tolist())]
+        t0 = time.perf_counter()
+        archive.plan(jobs, now)
+        out.append(time.perf_counter() - t0)
+    return out
+
+
 def run(mix: str, entries: int, lookups: int, rounds: int, hit: float, seed: int) -> dict:
     rng = np.random.default_rng(seed)
     fps = np.unique(rng.integers(-(2**63), 2**63 - 1, entries, dtype=np.int64))
@@ -141,6 +161,7 @@ def run(mix: str, entries: int, lookups: int, rounds: int, hit: float, seed: int
     queries = [schedule(rng, fps, lookups, hit) for _ in range(rounds)]
     store.lookup(queries[0])  # warm up
     empty = time_lookups(store, queries)
+    plans = time_plans(store, queries, NOW)
     extra = rng.integers(-(2**63), 2**63 - 1, DELTA_MAX // 2, dtype=np.int64)
     half = np.concatenate([extra[: len(extra) // 2], rng.choice(fps, len(extra) // 2)])
     for args in batches(rng, half, mix):  # half new URLs, half revisits: delta half full
@@ -163,6 +184,8 @@ def run(mix: str, entries: int, lookups: int, rounds: int, hit: float, seed: int
         "lookup_ms_median": 1000 * statistics.median(empty),
         "lookup_ms_min": 1000 * min(empty),
         "lookup_ms_p90": 1000 * float(np.percentile(empty, 90)),
+        "plan_ms_median": 1000 * statistics.median(plans),
+        "plan_ms_p90": 1000 * float(np.percentile(plans, 90)),
         "lookup_ms_median_delta_half": 1000 * statistics.median(half_full),
         "lookup_ms_p90_delta_half": 1000 * float(np.percentile(half_full, 90)),
     }
@@ -187,7 +210,7 @@ def main() -> None:
         gc.collect()
     head = (f"{'mix':<13} {'B/entry':>8} {'used':>6} {'traced':>7} {'peak':>6} "
             f"{'build s':>8} {'lookup ms':>10} {'min':>6} {'p90':>6} {'delta½ ms':>10} "
-            f"{'p90':>6}")
+            f"{'p90':>6} {'plan ms':>8} {'p90':>6}")
     print(f"{a.entries:,} entries, {a.lookups:,} lookups ({a.hit:.0%} stored), "
           f"median of {a.rounds} rounds")
     print(head)
@@ -197,7 +220,8 @@ def main() -> None:
               f"{r['tracemalloc_peak_per_entry']:>6.1f} {r['build_s']:>8.1f} "
               f"{r['lookup_ms_median']:>10.2f} {r['lookup_ms_min']:>6.2f} "
               f"{r['lookup_ms_p90']:>6.2f} "
-              f"{r['lookup_ms_median_delta_half']:>10.2f} {r['lookup_ms_p90_delta_half']:>6.2f}")
+              f"{r['lookup_ms_median_delta_half']:>10.2f} {r['lookup_ms_p90_delta_half']:>6.2f} "
+              f"{r['plan_ms_median']:>8.2f} {r['plan_ms_p90']:>6.2f}")
     a.out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"python": platform.python_version(), "numpy": np.__version__,
             "machine": platform.machine(), "processor": platform.processor()}

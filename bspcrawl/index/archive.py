@@ -42,14 +42,13 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import h5py
 import numpy as np
 
 from bspcrawl.index.history import FIELDS, History, Version
-from bspcrawl.index.validators import Validators, ValidatorStore, conditional_headers
+from bspcrawl.index.validators import Validators, ValidatorStore
 from bspcrawl.index.warc import OPEN, WarcWriter, read_response, recover, warc_name
 from bspcrawl.robots.fetcher import FetchJob, FetchResult
 
@@ -85,24 +84,20 @@ class Archive:
 
     # ------------------------------------------------------------- the crawl
 
-    def plan(self, jobs: list[FetchJob], fingerprints: Callable[[list[str]], np.ndarray],
-             now: float) -> list[FetchResult]:
-        """Look up a schedule's page jobs (``fingerprints``: their URLs' seen-set keys) in
-        one batch: set conditional headers on the known ones; return results for the fresh
-        ones (not to be fetched)."""
+    def plan(self, jobs: list[FetchJob], now: float) -> list[FetchResult]:
+        """Look up a schedule's page jobs in one batch: set conditional headers on the
+        known ones; return results for the fresh ones (not to be fetched)."""
         self.flush()
         if not jobs or not len(self.validators):
             return []
-        found = self.validators.lookup(fingerprints([j.url for j in jobs]))
+        found = self.validators.lookup(np.fromiter((j.fp for j in jobs), np.int64, len(jobs)))
         fresh = found.expires > now
-        cached = []
-        for i in np.flatnonzero(found.found).tolist():
-            if fresh[i]:
-                cached.append(FetchResult(jobs[i], started=time.time(), ended=time.monotonic(),
-                                          revisit=FRESH))
-            else:
-                jobs[i].headers = tuple(conditional_headers(found.row(i)))
-        return cached
+        etags, modified = found.etag, found.last_modified.tolist()
+        for i in np.flatnonzero(found.found & ~fresh).tolist():
+            jobs[i].revalidate = (etags[i], modified[i])  # the robot makes the header lines
+        started, ended = time.time(), time.monotonic()
+        return [FetchResult(jobs[i], started=started, ended=ended, revisit=FRESH)
+                for i in np.flatnonzero(fresh).tolist()]
 
     def restore(self, result: FetchResult, fp: int) -> None:
         """Give a 304 or a fresh result the body and Content-Type of the archived version

@@ -53,6 +53,7 @@ import calendar
 import datetime
 import email.utils
 import re
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -108,7 +109,13 @@ def format_http_date(seconds: int) -> str:
     >>> format_http_date(784111777)
     'Sun, 06 Nov 1994 08:49:37 GMT'
     """
-    return email.utils.formatdate(seconds, usegmt=True)
+    t = time.gmtime(seconds)
+    return (f"{_DAYS[t.tm_wday]}, {t.tm_mday:02d} {_MONTHS[t.tm_mon - 1]} {t.tm_year} "
+            f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d} GMT")
+
+
+_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 
 
 def parse_etag(value: str) -> str:
@@ -204,12 +211,15 @@ def conditional_headers(row: Validators | None) -> list[str]:
     >>> conditional_headers(Validators(etag='"5e1f-4a3b"', last_modified=784111777))
     ['If-None-Match: "5e1f-4a3b"', 'If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT']
     """
-    if row is None:
-        return []
-    lines = [f"If-None-Match: {row.etag}"] if row.etag else []
-    if row.last_modified:
-        lines.append(f"If-Modified-Since: {format_http_date(row.last_modified)}")
-    return lines
+    return list(revalidate(row.etag, row.last_modified)) if row is not None else []
+
+
+def revalidate(etag: str, last_modified: int) -> tuple[str, ...]:
+    """:func:`conditional_headers` of an ETag ('' none) and a Last-Modified (0 none)."""
+    if not last_modified:
+        return (f"If-None-Match: {etag}",) if etag else ()
+    since = f"If-Modified-Since: {format_http_date(last_modified)}"
+    return (f"If-None-Match: {etag}", since) if etag else (since,)
 
 
 def fresh(row: Validators | None, now: float) -> bool:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 
 import pycurl
 
+from bspcrawl.index.validators import revalidate
 from bspcrawl.robots.addresses import AddressPolicy
 from bspcrawl.robots.politeness import RETRY_STATUSES, backoff, retry_after
 from bspcrawl.settings import Settings
@@ -68,7 +69,9 @@ class FetchJob:
     robots: bool = False
     depth: int = 0
     hops: int = 0
-    headers: tuple[str, ...] = ()  # extra request header lines (If-None-Match: ...)
+    revalidate: tuple[str, int] = ("", 0)  # ETag, Last-Modified to send conditionally
+    headers: tuple[str, ...] = ()  # the conditional header lines sent (set by the robot)
+    fp: int = 0  # the URL's seen-set fingerprint (0 for robots.txt)
 
 
 @dataclass(slots=True)
@@ -145,6 +148,8 @@ class _Transfer:
         c.setopt(pycurl.URL, job.url)
         c.setopt(pycurl.FOLLOWLOCATION, 1 if job.robots else 0)
         c.setopt(pycurl.MAXREDIRS, ROBOTS_TXT_HOPS)
+        job.headers = revalidate(*job.revalidate) if job.revalidate[0] or job.revalidate[1] \
+            else ()
         c.setopt(pycurl.HTTPHEADER, list(job.headers))
         self.started = time.time()
 
