@@ -148,7 +148,8 @@ class Crawl:
         self.frontier = Frontier(settings)
         self.window = Window(settings.fetch_robots)
         at = resume.superstep if resume else None
-        self.archive = Archive(out, self.rank, warc=not settings.index_no_warc)
+        self.archive = Archive(out, self.rank, warc=not settings.index_no_warc,
+                               revisits=bool(settings.recrawl or settings.crawl_revisit_after))
         self.store = RankStore(out, self.rank, self.size, settings.to_dict(),
                                settings.index_flush_pages, resume_at=at, archive=self.archive)
         if settings.recrawl and resume is None:

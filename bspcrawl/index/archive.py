@@ -64,16 +64,20 @@ class Archive:
 
     Owned by the scheduler thread. ``files``: the WARC files of earlier crawls the history
     refers to (relative to ``out``); a version in this crawl's WARC file ``I`` has
-    ``warc_file`` = ``len(files) + I``.
+    ``warc_file`` = ``len(files) + I``. ``revisits``: whether a URL may be scheduled again
+    in this crawl (``--revisit-after``, ``--recrawl``): only then are schedules looked up
+    and responses compared with the URL's archived version (a revisit record if
+    unchanged); otherwise validators and history are only recorded, in batches.
     """
 
-    def __init__(self, out: Path, rank: int, warc: bool = True) -> None:
-        self.out, self.rank = out, rank
+    def __init__(self, out: Path, rank: int, warc: bool = True, revisits: bool = False) -> None:
+        self.out, self.rank, self.revisits = out, rank, revisits
         self.validators = ValidatorStore()
         self.history = History()
         self.files: list[str] = []
         self.writer = WarcWriter(out / WARC_DIR, rank) if warc else None
         self._rows: list[tuple] = []  # history rows not yet in a segment
+        self._applied = 0  # how many of them are in the history already
         self._updates: list[tuple] = []  # validator rows not yet in the store nor a segment
         self._sealed: dict[str, list] = {name: [] for name in VALIDATOR_FIELDS}
 
@@ -87,8 +91,10 @@ class Archive:
     def plan(self, jobs: list[FetchJob], now: float) -> list[FetchResult]:
         """Look up a schedule's page jobs in one batch: set conditional headers on the
         known ones; return results for the fresh ones (not to be fetched)."""
+        if not self.revisits or not jobs:
+            return []
         self.flush()
-        if not jobs or not len(self.validators):
+        if not len(self.validators):
             return []
         found = self.validators.lookup(np.fromiter((j.fp for j in jobs), np.int64, len(jobs)))
         fresh = found.expires > now
@@ -105,7 +111,7 @@ class Archive:
         if result.revisit != FRESH and (result.status != 304 or result.error):
             return
         result.revisit = result.revisit or NOT_MODIFIED
-        original = self.history.original(fp)
+        original = self._original(fp)
         if original is None:
             return
         try:
@@ -124,16 +130,18 @@ class Archive:
         if self.writer is not None:
             archived = self.writer.write_fetch(
                 result, request_headers=result.job.headers, content_fp=content_fp,
-                original=self.history.original(fp))
+                original=self._original(fp) if self.revisits else None)
             if archived is not None:
                 b = archived.body  # a revisit's is the original's: a table index already
                 at = (b.file if archived.revisit else len(self.files) + b.file, b.offset,
                       b.length)
                 if 200 <= result.status < 300 or result.status == 304:
                     self._validate(result, fp, content_fp)
-        row = (fp, result.started, result.status, content_fp, *at, host)
-        self.history.append(Version(*row))
-        self._rows.append(row)
+        self._rows.append((fp, result.started, result.status, content_fp, *at, host))
+
+    def _original(self, fp: int) -> Version | None:
+        self.flush()
+        return self.history.original(fp)
 
     def _validate(self, result: FetchResult, fp: int, content_fp: int) -> None:
         previous = None
@@ -144,11 +152,17 @@ class Archive:
         self._updates.append((fp, v.etag, v.last_modified, v.expires, v.fetched, v.content_fp))
 
     def flush(self) -> None:
-        """Apply the validator rows recorded since the last flush to the store."""
+        """Apply the history and validator rows recorded since the last flush (kept in
+        memory only when URLs may be revisited; else they only go to the segments)."""
+        if self.revisits and self._applied < len(self._rows):
+            rows = zip(*self._rows[self._applied:], strict=True)
+            self.history.extend(**dict(zip(FIELDS, rows, strict=True)))
+            self._applied = len(self._rows)
         if not self._updates:
             return
         columns = list(zip(*self._updates, strict=True))
-        self.validators.update(*columns)
+        if self.revisits:
+            self.validators.update(*columns)
         for name, column in zip(VALIDATOR_FIELDS, columns, strict=True):
             self._sealed[name].extend(column)
         self._updates.clear()
@@ -172,15 +186,18 @@ class Archive:
         write_rows(segment, dict(zip(FIELDS, rows, strict=True)),
                    {name: self._sealed[name] for name in VALIDATOR_FIELDS}, self.files)
         self._rows.clear()
+        self._applied = 0
         self._sealed = {name: [] for name in VALIDATOR_FIELDS}
 
     def replay(self, segment: h5py.File) -> None:
         """Take back what a segment recorded (resuming a crawl, or the carried segment)."""
         history, validators, files = read_rows(segment)
+        self.files = files or self.files
+        if not self.revisits:
+            return
         self.history.extend(**history)
         if len(validators["fp"]):
             self.validators.update(*(validators[name] for name in VALIDATOR_FIELDS))
-        self.files = files or self.files
 
 
 def write_rows(segment: h5py.File, history: dict, validators: dict, files: list[str]) -> None:
