@@ -37,7 +37,7 @@ import numpy as np
 
 from bspcrawl.cbt import CBT
 from bspcrawl.index.archive import FRESH
-from bspcrawl.partition import Link, host_owner, owner
+from bspcrawl.partition import Directory, Link
 from bspcrawl.robots.fetcher import FetchJob, FetchResult
 from bspcrawl.robots.politeness import RETRY_STATUSES, backoff, rest
 from bspcrawl.robots.robotstxt import RobotsRules
@@ -329,9 +329,10 @@ class Frontier:
             "revisit_left": np.array([r[0] - now for r in later], dtype=np.float64),
         }
 
-    def restore(self, states: list[dict[str, np.ndarray]], rank: int, size: int) -> None:
+    def restore(self, states: list[dict[str, np.ndarray]], rank: int,
+                directory: Directory) -> None:
         """Rebuild from checkpoint states (one per rank of the crawl that wrote them),
-        keeping the hosts and URLs ``rank`` owns among ``size`` ranks. With several states
+        keeping the hosts and URLs ``rank`` owns by ``directory``. With several states
         (P changed) the seen set is their union: fingerprints carry no host, and a URL is
         only ever checked by its owner, so the foreign ones cost memory only."""
         now = time.monotonic()
@@ -340,7 +341,7 @@ class Frontier:
             for fp, n in zip(st["retry_fp"].tolist(), st["retry_n"].tolist(), strict=True):
                 self.retries[fp] = n
             for i, key in enumerate(st["host"].astype(str).tolist()):
-                if host_owner(key, size) != rank:
+                if directory.rank_of(key) != rank:
                     continue
                 host = self.hosts[key] = Host(taken=int(st["taken"][i]),
                                               robots_failures=int(st["robots_failures"][i]),
@@ -351,7 +352,7 @@ class Frontier:
             mine = len(states) == 1  # the same P: every URL of the state is this rank's
             links = [Link(u, d, h) for u, d, h in zip(
                 st["url"].astype(str).tolist(), st["depth"].tolist(), st["hops"].tolist(),
-                strict=True) if mine or owner(u, size) == rank]
+                strict=True) if mine or directory.owner(u) == rank]
             fps = self.fingerprints([x.url for x in links]).tolist()
             new = {fp: x for fp, x in zip(fps, links, strict=True) if fp not in self.links}
             self.links.update(new)
@@ -361,7 +362,7 @@ class Frontier:
             later = [(Link(u, d, h), left) for u, d, h, left in zip(
                 st["revisit_url"].astype(str).tolist(), st["revisit_depth"].tolist(),
                 st["revisit_hops"].tolist(), st["revisit_left"].tolist(), strict=True)
-                if mine or owner(u, size) == rank]
+                if mine or directory.owner(u) == rank]
             fps = self.fingerprints([x.url for x, _ in later]).tolist()
             for (link, left), fp in zip(later, fps, strict=True):
                 self.revisit_later(link, fp, now + left)

@@ -1,7 +1,20 @@
-"""URL -> owner rank by host hash, and the byte encoding of URL batches between ranks.
+"""Host -> owner rank (a directory every rank holds alike), and the byte encoding of URL
+batches between ranks.
 
 Partitioning by host keeps everything per host (politeness, robots.txt, the host's
-pending queue) on one rank, as in Marin et al. (2008), section 2.
+pending queue) on one rank, as in Marin et al. (2008), section 2. Which rank a host goes to
+is not ``hash % P`` but a :class:`Directory`: hosts are dealt to the ranks round-robin, in
+an order every rank agrees on (the seeds' hosts first, then each superstep's new hosts
+sorted by host hash), so every rank owns the same number of hosts, give or take one. With
+hash % P the number of hosts per rank varies too, and on a web of few hosts of unequal
+sizes that variance decided the balance: 20,000 pages on 2,000 testweb hosts gave a load
+balance (mean / max pages per rank) of 0.87-0.89 at P = 8 by hash, 0.93-0.95 dealt.
+
+A link to a host no rank has seen yet is *held* by the rank that found it for one
+superstep: its host hash is announced at that superstep's exchange (an Allgatherv, only
+when some rank has new hosts), every rank deals the announced hosts the same way, and the
+link is sent the superstep after. The directory costs a dict entry per host on every rank
+(about 100 bytes: 10^6 hosts, 100 MB per rank).
 
 A batch is the UTF-8 text of one record per line, ``depth hops url``; a WHATWG-serialised
 URL holds no space or newline, so the format needs no escaping. Batches travel as numpy
@@ -10,6 +23,7 @@ uint8 buffers (``Alltoallv`` counts first), never as pickled lists.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,22 +40,57 @@ class Link:
     hops: int = 0
 
 
-def owner(url: str, size: int) -> int:
-    """The rank (0..size-1) that owns ``url``'s host."""
-    return host_owner(host_key(url), size)
+class Directory:
+    """Host hash -> owner rank, identical on every rank that made the same calls.
 
+    API: :meth:`assign` hosts (in any order: they are sorted), :meth:`owner` of a URL
+    (None if its host is not assigned yet), :meth:`bucket` links into outboxes,
+    :meth:`snapshot` / :meth:`restore` (also onto another number of ranks).
+    """
 
-def host_owner(key: str, size: int) -> int:
-    """The rank (0..size-1) that owns the host ``key`` ("host:port")."""
-    return host_hash(key) % size if size > 1 else 0
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.owners: dict[int, int] = {}  # host hash -> rank, in the order assigned
 
+    def __len__(self) -> int:
+        return len(self.owners)
 
-def bucket(links: list[Link], size: int) -> list[list[Link]]:
-    """Split links into one outbox per rank, keeping their order."""
-    boxes: list[list[Link]] = [[] for _ in range(size)]
-    for link in links:
-        boxes[owner(link.url, size)].append(link)
-    return boxes
+    def assign(self, hashes: Iterable[int]) -> None:
+        """Deal the hosts not assigned yet to the ranks, round-robin, sorted by hash."""
+        owners = self.owners
+        for h in sorted(set(hashes).difference(owners)):
+            owners[h] = len(owners) % self.size
+
+    def owner(self, url: str) -> int | None:
+        """The rank that owns ``url``'s host, or None if it is not assigned yet."""
+        return self.owners.get(host_hash(host_key(url)))
+
+    def rank_of(self, key: str) -> int | None:
+        """The rank that owns the host ``key`` ("host:port"), or None."""
+        return self.owners.get(host_hash(key))
+
+    def bucket(self, links: list[Link]) -> tuple[list[list[Link]], list[Link]]:
+        """Split links into one outbox per rank, keeping their order, and the links held
+        back because their host is not assigned yet."""
+        boxes: list[list[Link]] = [[] for _ in range(self.size)]
+        held: list[Link] = []
+        owners = self.owners
+        for link in links:
+            rank = owners.get(host_hash(host_key(link.url)))
+            (held if rank is None else boxes[rank]).append(link)
+        return boxes, held
+
+    def snapshot(self) -> np.ndarray:
+        """The host hashes in the order they were assigned (int64), for a checkpoint."""
+        return np.fromiter(self.owners, np.int64, len(self.owners))
+
+    @classmethod
+    def restore(cls, hashes: np.ndarray, size: int) -> Directory:
+        """The directory of :meth:`snapshot`'s hosts dealt again to ``size`` ranks, in the
+        same order (the same owners when ``size`` is unchanged)."""
+        directory = cls(size)
+        directory.owners = {h: i % size for i, h in enumerate(hashes.tolist())}
+        return directory
 
 
 def encode(links: list[Link]) -> bytes:

@@ -37,17 +37,17 @@ from mpi4py import MPI
 
 from bspcrawl import checkpoint
 from bspcrawl.frontier import Frontier
-from bspcrawl.index.archive import Archive
+from bspcrawl.index.archive import Archive, previous_hosts
 from bspcrawl.index.store import STATS_DTYPE, RankStore
 from bspcrawl.index.terms import term_counts
 from bspcrawl.index.window import DEFERRED, Window
-from bspcrawl.partition import Link, bucket, owner, pack, unpack
+from bspcrawl.partition import Directory, Link, pack, unpack
 from bspcrawl.progress import Progress
 from bspcrawl.robots.fetcher import Fetcher, FetchResult
 from bspcrawl.robots.links import LinkCache, parse_html
 from bspcrawl.robots.robotstxt import header_directives
 from bspcrawl.settings import Settings
-from bspcrawl.urls import host_hash, resolve
+from bspcrawl.urls import host_hash, host_key, resolve
 
 POLL_MIN, POLL_MAX = 20e-6, 1e-3  # backoff between Test() calls on a pending collective, s
 STOP_FILE = "stop"  # ``bspcrawl stop DIR`` creates DIR/stop: the crawl stops soon after
@@ -73,28 +73,37 @@ def wait(requests: list[MPI.Request]) -> None:
         delay = min(POLL_MAX, delay * 2 or POLL_MIN)
 
 
-def exchange(comm: MPI.Comm, outboxes: list[list[Link]], counters: np.ndarray
-             ) -> tuple[list[Link], np.ndarray]:
-    """send_messages + sync: deliver each rank its links and sum ``counters`` over ranks.
+def exchange(comm: MPI.Comm, outboxes: list[list[Link]], counters: np.ndarray,
+             new_hosts: np.ndarray) -> tuple[list[Link], np.ndarray, np.ndarray]:
+    """send_messages + sync: deliver each rank its links, sum ``counters`` over ranks and
+    tell every rank the hosts each one found (``new_hosts``, int64 host hashes).
 
-    One Ialltoall carries the byte counts and every rank's counters (so all ranks compute
-    the same sums); the Ialltoallv of the URL bytes follows only if some rank sends any.
+    One Ialltoall carries the byte counts, the number of new hosts and every rank's
+    counters (so all ranks compute the same sums); an Iallgatherv of the new hosts and the
+    Ialltoallv of the URL bytes follow only if some rank has any. Returns the links
+    received, the sums and every rank's new hosts.
     """
     buf, counts = pack(outboxes)
     size = comm.Get_size()
-    send = np.empty((size, 2 + counters.size), dtype=np.int64)
-    send[:, 0], send[:, 1], send[:, 2:] = counts, counts.sum(), counters
+    send = np.empty((size, 3 + counters.size), dtype=np.int64)
+    send[:, 0], send[:, 1], send[:, 2], send[:, 3:] = counts, counts.sum(), len(new_hosts), \
+        counters
     recv = np.empty_like(send)
     wait([comm.Ialltoall(send, recv)])
-    recv_counts, totals = recv[:, 0].copy(), recv[:, 2:].sum(axis=0)
+    recv_counts, totals = recv[:, 0].copy(), recv[:, 3:].sum(axis=0)
+    found = recv[:, 2].copy()
+    hosts = np.empty(int(found.sum()), dtype=np.int64)
+    if len(hosts):
+        displ = np.concatenate(([0], np.cumsum(found)[:-1]))
+        wait([comm.Iallgatherv(new_hosts, [hosts, (found, displ), MPI.INT64_T])])
     if not recv[:, 1].any():
-        return [], totals
+        return [], totals, hosts
     rbuf = np.empty(int(recv_counts.sum()), dtype=np.uint8)
     sdispl = np.concatenate(([0], np.cumsum(counts)[:-1]))
     rdispl = np.concatenate(([0], np.cumsum(recv_counts)[:-1]))
     wait([comm.Ialltoallv([buf, (counts, sdispl), MPI.BYTE],
                           [rbuf, (recv_counts, rdispl), MPI.BYTE])])
-    return unpack(rbuf, recv_counts), totals
+    return unpack(rbuf, recv_counts), totals, hosts
 
 
 def is_html(result: FetchResult) -> bool:
@@ -152,11 +161,15 @@ class Crawl:
                                revisits=bool(settings.recrawl or settings.crawl_revisit_after))
         self.store = RankStore(out, self.rank, self.size, settings.to_dict(),
                                settings.index_flush_pages, resume_at=at, archive=self.archive)
+        self.directory = Directory(self.size)  # every rank deals the seeds' hosts alike
+        self.directory.assign(host_hash(host_key(u)) for u in seeds)
         if settings.recrawl and resume is None:
-            self.store.carry(Path(settings.recrawl))
+            self.directory.assign(previous_hosts(Path(settings.recrawl)).tolist())
+            self.store.carry(Path(settings.recrawl), self.directory)
         self.orphans: list[RankStore] = []  # rank files of a larger P, closed by rank 0
         self.cache = LinkCache()
-        self.inbox = bucket([Link(u) for u in seeds], self.size)[self.rank]
+        self.inbox = self.directory.bucket([Link(u) for u in seeds])[0][self.rank]
+        self.held: list[Link] = []  # links to hosts not dealt yet, sent next superstep
         self.progress = progress
         self.counters = {"window/deferred": 0, "window/late": 0, "window/rescheduled": 0,
                          "robots/replaced": 0}
@@ -174,10 +187,17 @@ class Crawl:
         same = len(resume.states) == self.size
         mine = [resume.states[self.rank]] if same else resume.states
         arrays = [a for a, _ in mine]
-        self.frontier.restore(arrays, self.rank, self.size)
-        self.inbox = [Link(u, int(d), int(h)) for a in arrays for u, d, h in zip(
-            a["inbox_url"].astype(str).tolist(), a["inbox_depth"].tolist(),
-            a["inbox_hops"].tolist(), strict=True) if owner(u, self.size) == self.rank]
+        self.directory = Directory.restore(arrays[0]["directory"], self.size)
+        self.frontier.restore(arrays, self.rank, self.directory)
+        self.inbox = []
+        for name in ("inbox", "held"):  # with another P, held links go to their owners
+            links = [Link(u, int(d), int(h)) for a in arrays for u, d, h in zip(
+                a[f"{name}_url"].astype(str).tolist(), a[f"{name}_depth"].tolist(),
+                a[f"{name}_hops"].tolist(), strict=True)]
+            if name == "held" and same:
+                self.held = links
+            else:
+                self.inbox += [x for x in links if self.directory.owner(x.url) == self.rank]
         self.window = Window(self.settings.fetch_robots,
                              max(attrs["next_seq"] for _, attrs in mine))
         if same:
@@ -206,14 +226,17 @@ class Crawl:
                 urls_in = len(self.inbox)
                 new = self.frontier.receive(self.inbox)                   # receive_messages
                 links = self.step(draining=bool(stopping))                # run
-                local = self._counters(len(links), start)
+                boxes, held = self.directory.bucket(self.held + links)
+                sent = sum(map(len, boxes))
+                local = self._counters(sent + len(held), start)
                 t0 = time.monotonic()
-                boxes = bucket(links, self.size)
-                self.inbox, totals = exchange(self.comm, boxes, local)
+                hosts = np.fromiter({host_hash(host_key(x.url)) for x in held}, np.int64)
+                self.inbox, totals, dealt = exchange(self.comm, boxes, local, hosts)
+                self.directory.assign(dealt.tolist())
+                self.held = held
                 self.wait_s += time.monotonic() - t0
                 g = dict(zip(GLOBAL, totals.tolist(), strict=True))
-                self._record(k, start, urls_in, len(links), len(links) - len(boxes[self.rank]),
-                             new)
+                self._record(k, start, urls_in, len(links), sent - len(boxes[self.rank]), new)
                 if self.progress:
                     self.progress.update(k, g)
                 if g["frontier"] == 0 and g["unreleased"] == 0 and g["urls_out"] == 0:
@@ -245,9 +268,11 @@ class Crawl:
         self.store.seal(k)
         unfinished = [j for sched in self.window.outstanding.values() for j in sched.jobs]
         arrays = self.frontier.snapshot(unfinished + list(self.window.deferred.values()))
-        arrays.update(inbox_url=np.array([x.url for x in self.inbox], dtype=object),
-                      inbox_depth=np.array([x.depth for x in self.inbox], dtype=np.int16),
-                      inbox_hops=np.array([x.hops for x in self.inbox], dtype=np.int16))
+        for name, links in (("inbox", self.inbox), ("held", self.held)):
+            arrays.update({f"{name}_url": np.array([x.url for x in links], dtype=object),
+                           f"{name}_depth": np.array([x.depth for x in links], dtype=np.int16),
+                           f"{name}_hops": np.array([x.hops for x in links], dtype=np.int16)})
+        arrays["directory"] = self.directory.snapshot()
         checkpoint.write(self.out, self.rank, k, arrays, {
             "next_seq": self.window.next_seq, "frontier": self.frontier.counters,
             "crawl": self.counters})

@@ -21,9 +21,10 @@ import numpy as np
 
 from bspcrawl import checkpoint
 from bspcrawl.frontier import Frontier, Host
-from bspcrawl.partition import Link
+from bspcrawl.partition import Directory, Link
 from bspcrawl.robots.fetcher import FetchJob, FetchResult
 from bspcrawl.settings import Settings
+from bspcrawl.urls import host_hash
 
 ROBOTS = b"User-agent: *\nDisallow: /private/\nCrawl-delay: 1\n"
 
@@ -70,7 +71,9 @@ def main() -> None:
         state = checkpoint.read(out, 0, 1)
         t3 = time.perf_counter()
         again = Frontier(frontier.settings)
-        again.restore([state[0]], 0, 1)
+        directory = Directory(1)
+        directory.assign(host_hash(key) for key in frontier.hosts)
+        again.restore([state[0]], 0, directory)
         t4 = time.perf_counter()
     assert len(again) == len(frontier) and again.seen == frontier.seen
     per_m = 1e6 / args.seen

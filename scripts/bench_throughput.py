@@ -7,7 +7,9 @@ and reports medians. Every crawler starts from the same seeds, obeys robots.txt,
 the web's hosts (127.1.0.x), has no delay, no depth limit and one connection per host:
 
 - bspcrawl: ``run --min-host-delay 0 --response-factor 0``, 8 robots per rank (8 or 16
-  transfers); parses each page once with lxml, keeps links, term counts and an HDF5 index;
+  transfers); parses each page once (lexbor), keeps links, term counts and an HDF5 index,
+  and by default archives every response in WARC files (``bspcrawl-1-nowarc``: with
+  ``--no-warc``, the same job as Scrapy's below: fetch, parse, count words);
 - Scrapy (its own virtualenv, ``results/.venv-scrapy``): a CrawlSpider, CONCURRENT_REQUESTS
   8, CONCURRENT_REQUESTS_PER_DOMAIN 1, DOWNLOAD_DELAY 0, ROBOTSTXT_OBEY with the product
   token ``bspcrawl`` (so it obeys the same robots.txt groups), LOG_LEVEL INFO, telnet
@@ -61,7 +63,8 @@ MPIEXEC = str(Path(PY).parent / "mpiexec")
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 SCRAPY_VENV = RESULTS / ".venv-scrapy"
 CONCURRENCY = 8  # bspcrawl's default robots per rank; Scrapy's total concurrency
-CRAWLERS = ["bspcrawl-1", "bspcrawl-2", "scrapy", "wget"]  # bspcrawl-P: P ranks
+CRAWLERS = ["bspcrawl-1", "bspcrawl-1-nowarc", "bspcrawl-2", "scrapy", "wget"]  # bspcrawl-P:
+# P ranks; -nowarc: with --no-warc
 
 SPIDER = '''
 import json
@@ -181,6 +184,7 @@ def commands(seeds: Path, netlocs: list[str], tmp: Path, scrapy: Path) -> dict[s
     spider.write_text(SPIDER % {"concurrency": CONCURRENCY})
     return {
         "bspcrawl-1": [*run, "--out", str(tmp / "out-1")],
+        "bspcrawl-1-nowarc": [*run, "--out", str(tmp / "out-1n"), "--no-warc"],
         "bspcrawl-2": [MPIEXEC, "-n", "2", PY, "-m", "mpi4py", *run[1:],
                        "--out", str(tmp / "out-2")],
         "scrapy": [str(scrapy), "-m", "scrapy", "runspider", str(spider), "-a", f"seeds={seeds}",
@@ -266,7 +270,7 @@ def summarise(names: list[str], runs: list[dict]) -> list[dict]:
     rows = []
     for name in names:
         mine = [r for r in runs if r["crawler"] == name]
-        ranks = int(name[-1]) if name.startswith("bspcrawl") else 1
+        ranks = int(name.split("-")[1]) if name.startswith("bspcrawl") else 1
         row = {"crawler": name, "concurrency": 1 if name == "wget" else CONCURRENCY * ranks}
         for key in ("wall_s", "cpu_s", "pages", "server_cpu_s"):
             row[key] = statistics.median(r[key] for r in mine)

@@ -14,7 +14,8 @@ small pages (``--min-kb``/``--max-kb``), so that on a small machine the crawl st
 latency, not by the CPU, up to P = 8: with one request at a time per host, one huge site
 would bound any crawl's time by its own size x latency whatever P is.
 
-    python scripts/speedup.py                      # 20,000 pages, 500 hosts, 100 ms
+    python scripts/speedup.py                      # 20,000 pages, 1,000 hosts, 100 ms
+    python scripts/speedup.py -- --no-warc         # options after -- go to bspcrawl run
     python scripts/speedup.py --pages 4000 --hosts 200 --ranks 1 2 4   # quicker
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import resource
 import subprocess
 import sys
 import tempfile
@@ -37,6 +39,12 @@ PY = sys.executable
 MPIEXEC = str(Path(PY).parent / "mpiexec")
 
 
+def children_cpu() -> float:
+    """User + sys CPU-seconds of all waited-for child processes so far."""
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
 def serve(config: WebConfig, latency_ms: float) -> subprocess.Popen:
     """Start ``bspcrawl testweb serve`` for ``config`` and wait until it listens."""
     cmd = [PY, "-m", "bspcrawl", "testweb", "serve", "--seed", str(config.seed), "--pages",
@@ -48,23 +56,24 @@ def serve(config: WebConfig, latency_ms: float) -> subprocess.Popen:
     return server
 
 
-def crawl(ranks: int, robots: int, seeds: Path, out: Path) -> dict:
-    """One crawl; its wall time and what its crawl.h5 says about balance and exchange."""
+def crawl(ranks: int, robots: int, seeds: Path, out: Path, extra: list[str]) -> dict:
+    """One crawl; its wall time, CPU time and what its crawl.h5 says about balance and
+    exchange."""
     cmd = [PY, "-m", "bspcrawl", "run", "--seeds", str(seeds), "--out", str(out),
            "--overwrite", "--min-host-delay", "0", "--response-factor", "0",
            "--allow-net", "127.0.0.0/8", "--robots", str(robots), "--progress", "none",
-           "--checkpoint-every", "0"]
+           "--checkpoint-every", "0", *extra]
     if ranks > 1:
         cmd = [MPIEXEC, "-n", str(ranks), PY, "-m", "mpi4py", *cmd[1:]]
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), children_cpu()
     subprocess.run(cmd, check=True, capture_output=True)
-    wall = time.monotonic() - t0
+    wall, cpu = time.monotonic() - t0, children_cpu() - cpu0
     with h5py.File(out / "crawl.h5") as f:
         per_rank = np.bincount(f["pages/rank"][:], minlength=ranks)
         stats = f["stats"][:]
         supersteps = int(f.attrs["supersteps"])
     urls_out = int(stats["urls_remote"].sum())  # links sent to another rank
-    return {"ranks": ranks, "wall_s": wall, "pages": int(per_rank.sum()),
+    return {"ranks": ranks, "wall_s": wall, "cpu_s": cpu, "pages": int(per_rank.sum()),
             "pages_per_rank": per_rank.tolist(),
             "balance": float(per_rank.mean() / per_rank.max()),
             "supersteps": supersteps, "urls_per_superstep": urls_out / max(supersteps, 1)}
@@ -74,21 +83,22 @@ def table(rows: list[dict]) -> str:
     """The markdown table of one regime's crawls."""
     t1 = rows[0]["wall_s"]
     lines = ["| P | robots | pages | wall s | pages/s | S(P) | E(P) | balance | "
-             "URLs exchanged / superstep |", "| --- | --- | --- | --- | --- | --- | --- | --- "
-             "| --- |"]
+             "URLs exchanged / superstep | crawl CPU-s |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         s = t1 / r["wall_s"]
         r.update(speedup=s, efficiency=s / r["ranks"])
         lines.append(f"| {r['ranks']} | {r['robots']} | {r['pages']} | {r['wall_s']:.1f} | "
                      f"{r['pages'] / r['wall_s']:.0f} | {s:.2f} | {s / r['ranks']:.2f} | "
-                     f"{r['balance']:.2f} | {r['urls_per_superstep']:.0f} |")
+                     f"{r['balance']:.2f} | {r['urls_per_superstep']:.0f} | "
+                     f"{r['cpu_s']:.0f} |")
     return "\n".join(lines)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--pages", type=int, default=20000)
-    p.add_argument("--hosts", type=int, default=500)
+    p.add_argument("--hosts", type=int, default=1000)
     p.add_argument("--min-kb", type=int, default=4)
     p.add_argument("--max-kb", type=int, default=12)
     p.add_argument("--site-skew", type=float, default=0.3)
@@ -98,6 +108,7 @@ def main() -> None:
     p.add_argument("--cpu-ranks", type=int, nargs="*", default=[1, 2],
                    help="P of the crawls without latency (none: skip them)")
     p.add_argument("--out", type=Path, default=Path("results"))
+    p.add_argument("extra", nargs="*", help="options passed to bspcrawl run (after --)")
     args = p.parse_args()
     config = WebConfig(pages=args.pages, hosts=args.hosts, min_kb=args.min_kb,
                        max_kb=args.max_kb, site_skew=args.site_skew,
@@ -115,7 +126,7 @@ def main() -> None:
             try:
                 rows = []
                 for P in ranks:
-                    row = crawl(P, args.robots, seeds, Path(tmp) / f"{regime}-{P}")
+                    row = crawl(P, args.robots, seeds, Path(tmp) / f"{regime}-{P}", args.extra)
                     row.update(robots=args.robots, latency_ms=latency)
                     rows.append(row)
                     print(f"{regime}: P={P} {row['pages']} pages in {row['wall_s']:.1f} s",
@@ -126,7 +137,8 @@ def main() -> None:
                 server.wait()
     args.out.mkdir(parents=True, exist_ok=True)
     text = [f"Local web: {args.pages} pages ({args.min_kb}-{args.max_kb} KB) on {args.hosts} "
-            f"hosts, site skew {args.site_skew}, {args.robots} robots per rank.\n"]
+            f"hosts, site skew {args.site_skew}, {args.robots} robots per rank"
+            f"{', options ' + ' '.join(args.extra) if args.extra else ''}.\n"]
     for regime, rows in results.items():
         head = (f"Latency-bound ({args.latency_ms:.0f} ms per response)" if regime == "latency"
                 else "CPU-bound (no latency)")
@@ -137,8 +149,8 @@ def main() -> None:
     with h5py.File(args.out / "speedup.h5", "w") as f:
         f.attrs["config"] = json.dumps(vars(args), default=str)
         for regime, rows in results.items():
-            for key in ("ranks", "wall_s", "pages", "speedup", "efficiency", "balance",
-                        "urls_per_superstep"):
+            for key in ("ranks", "wall_s", "cpu_s", "pages", "speedup", "efficiency",
+                        "balance", "urls_per_superstep"):
                 f[f"{regime}/{key}"] = np.array([r[key] for r in rows])
     plot(results, args.out / "speedup.png")
 

@@ -1,18 +1,61 @@
-"""Partition by host and the byte encoding of URL batches."""
+"""Partition by host (the directory every rank holds alike) and the byte encoding of URL
+batches."""
+
+import random
 
 import numpy as np
 
-from bspcrawl.partition import Link, bucket, decode, encode, owner, pack, unpack
+from bspcrawl.partition import Directory, Link, decode, encode, pack, unpack
+from bspcrawl.urls import host_hash, host_key
+
+URLS = [f"http://127.1.0.{h}:8765/p{i}.html" for h in range(1, 60) for i in range(3)]
 
 
-def test_same_host_same_owner_and_all_ranks_used():
+def dealt(size, urls=URLS, rounds=3, seed=0):
+    """A directory that learnt the hosts of ``urls`` in ``rounds`` random batches."""
+    rng = random.Random(seed)
+    directory = Directory(size)
+    hosts = [host_hash(host_key(u)) for u in urls]
+    rng.shuffle(hosts)
+    for part in np.array_split(np.array(hosts), rounds):
+        directory.assign(part.tolist())
+    return directory
+
+
+def test_same_host_same_owner_and_hosts_dealt_evenly():
     for size in (1, 2, 3, 8):
-        urls = [f"http://127.1.0.{h}:8765/p{i}.html" for h in range(1, 60) for i in range(3)]
+        d = dealt(size)
         owners = {}
-        for u in urls:
-            owners.setdefault(u.split("/")[2], set()).add(owner(u, size))
+        for u in URLS:
+            owners.setdefault(u.split("/")[2], set()).add(d.owner(u))
         assert all(len(o) == 1 for o in owners.values())
-        assert set().union(*owners.values()) == set(range(size))
+        per_rank = np.bincount([o.pop() for o in owners.values()], minlength=size)
+        assert per_rank.max() - per_rank.min() <= 1
+
+
+def test_every_rank_deals_alike_whatever_the_order_within_a_batch():
+    a, b = Directory(4), Directory(4)
+    batches = [[5, 3, 9], [7, 3, 1, 11], [2]]
+    for batch in batches:
+        a.assign(batch)
+        b.assign(reversed(batch))
+    assert a.owners == b.owners and list(a.owners) == list(b.owners)
+    assert a.owners == {3: 0, 5: 1, 9: 2, 1: 3, 7: 0, 11: 1, 2: 2}
+
+
+def test_unknown_hosts_are_held_and_snapshot_restores_onto_any_size():
+    d = dealt(3, URLS[:30])
+    boxes, held = d.bucket([Link(u) for u in URLS])
+    assert [x.url for x in held] == URLS[30:]
+    for rank, box in enumerate(boxes):
+        assert box and all(d.owner(x.url) == rank for x in box)
+    same = Directory.restore(d.snapshot(), 3)
+    assert same.owners == d.owners
+    other = Directory.restore(d.snapshot(), 5)
+    assert list(other.owners) == list(d.owners)
+    assert np.bincount(list(other.owners.values())).tolist() == [2, 2, 2, 2, 2]
+    other.assign([host_hash(host_key(URLS[-1]))])
+    assert other.owner(URLS[-1]) == 0 and other.rank_of(host_key(URLS[-1])) == 0
 
 
 def test_encode_decode_round_trip_keeps_order_and_fields():
@@ -25,11 +68,3 @@ def test_pack_unpack_concatenates_rank_batches():
     buf, counts = pack(boxes)
     assert buf.dtype == np.uint8 and counts.tolist() == [len(encode(b)) for b in boxes]
     assert unpack(buf, counts) == boxes[0] + boxes[2]
-
-
-def test_bucket_routes_every_link_to_its_owner():
-    links = [Link(f"http://127.1.0.{h}:1/") for h in range(1, 30)]
-    boxes = bucket(links, 4)
-    assert sum(len(b) for b in boxes) == len(links)
-    for rank, box in enumerate(boxes):
-        assert all(owner(x.url, 4) == rank for x in box)

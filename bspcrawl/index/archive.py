@@ -50,6 +50,7 @@ import numpy as np
 from bspcrawl.index.history import FIELDS, History, Version
 from bspcrawl.index.validators import Validators, ValidatorStore
 from bspcrawl.index.warc import OPEN, WarcWriter, read_response, recover, warc_name
+from bspcrawl.partition import Directory
 from bspcrawl.robots.fetcher import FetchJob, FetchResult
 
 FETCHED, NOT_MODIFIED, FRESH = 0, 1, 2  # FetchResult.revisit, /pages/revisit
@@ -272,9 +273,20 @@ def split(f: h5py.File, segment: h5py.File) -> None:
                 "content_fp": found.content_fp}, files)
 
 
-def carry(previous: Path, out: Path, rank: int, size: int, segment: h5py.File) -> int:
+def previous_hosts(previous: Path) -> np.ndarray:
+    """The host hashes in the history of the crawl in ``previous`` (sorted, unique)."""
+    hosts = [np.zeros(0, np.int64)]
+    for path in sorted(previous.glob("rank-[0-9][0-9][0-9][0-9].h5")):
+        with h5py.File(path, "r") as f:
+            if "history" in f:
+                hosts.append(np.unique(f["history/host"][:]))
+    return np.unique(np.concatenate(hosts))
+
+
+def carry(previous: Path, out: Path, rank: int, directory: Directory,
+          segment: h5py.File) -> int:
     """Write into ``segment`` this rank's share of the crawl in ``previous``: the history
-    and validators of the hosts it owns among ``size`` ranks. Returns the rows carried."""
+    and validators of the hosts ``directory`` gives it. Returns the rows carried."""
     rows: dict[str, list[np.ndarray]] = {name: [] for name in FIELDS}
     validators: dict[str, list] = {name: [] for name in VALIDATOR_FIELDS}
     files: list[str] = []
@@ -286,7 +298,9 @@ def carry(previous: Path, out: Path, rank: int, size: int, segment: h5py.File) -
             store = ValidatorStore.load(f["validators"])
             theirs = f["warc/files"].asstr()[:].tolist()
         host = history.column("host")
-        mine = (host % size == rank) if size > 1 else np.ones(len(host), bool)
+        hosts, at = np.unique(host, return_inverse=True)
+        owned = np.array([directory.owners.get(h) == rank for h in hosts.tolist()], bool)
+        mine = owned[at] if len(host) else np.zeros(0, bool)
         for name in FIELDS:
             rows[name].append(history.column(name)[mine])
         warc_file = rows["warc_file"][-1]

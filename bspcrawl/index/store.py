@@ -65,6 +65,7 @@ import numpy as np
 from bspcrawl import __version__
 from bspcrawl.index import archive as archive_mod
 from bspcrawl.index.archive import Archive
+from bspcrawl.partition import Directory
 from bspcrawl.robots.fetcher import FetchResult
 
 STR = h5py.string_dtype()
@@ -247,12 +248,13 @@ class RankStore:
         self.link_buffer, self.link_counts = [], []
         self.batch_terms, self.batch_tfs, self.batch_docs, self.batch_lens = [], [], [], []
 
-    def carry(self, previous: Path) -> None:
-        """Begin a recrawl: seal this rank's share of the crawl in ``previous`` (history,
-        validators) as the carried segment, and take it into the archive."""
+    def carry(self, previous: Path, directory: Directory) -> None:
+        """Begin a recrawl: seal this rank's share (by ``directory``) of the crawl in
+        ``previous`` (history, validators) as the carried segment; take it into the
+        archive."""
         assert self.archive is not None
         self.seal(archive_mod.PREVIOUS, rows=lambda f: archive_mod.carry(
-            previous, self.out, self.rank, self.ranks, f))
+            previous, self.out, self.rank, directory, f))
         with h5py.File(segments(self.out, self.rank)[0][1], "r") as f:
             self.archive.replay(f)
 
