@@ -126,7 +126,7 @@ def time_lookups(store: ValidatorStore, queries: list[np.ndarray]) -> list[float
 def time_plans(store: ValidatorStore, queries: list[np.ndarray], now: float) -> list[float]:
     """What the crawl does per schedule (``Archive.plan``): the lookup, plus the
     conditional headers of the stale hits and a result for each fresh one."""
-    archive = Archive(Path("."), 0, warc=False)
+    archive = Archive(Path("."), 0, warc=False, revisits=True)
     archive.validators = store
     out = []
     for q in queries:

@@ -97,7 +97,7 @@ class Archive:
         self.flush()
         if not len(self.validators):
             return []
-        found = self.validators.lookup(np.fromiter((j.fp for j in jobs), np.int64, len(jobs)))
+        found = self.validators.lookup(np.array([j.fp for j in jobs], np.int64))
         fresh = found.expires > now
         etags, modified = found.etag, found.last_modified.tolist()
         for i in np.flatnonzero(found.found & ~fresh).tolist():
