@@ -39,7 +39,7 @@ from bspcrawl import checkpoint
 from bspcrawl.frontier import Frontier
 from bspcrawl.index.archive import Archive, previous_hosts
 from bspcrawl.index.store import STATS_DTYPE, RankStore
-from bspcrawl.index.terms import term_counts
+from bspcrawl.index.terms import EMPTY, count_terms
 from bspcrawl.index.window import DEFERRED, Window
 from bspcrawl.partition import Directory, Link, pack, unpack
 from bspcrawl.progress import Progress
@@ -373,7 +373,7 @@ class Crawl:
         if not self.frontier.done(result) or result.job.robots:
             return
         job = result.job
-        redirect, found, terms = "", [], {}
+        redirect, found, terms = "", [], EMPTY
         if result.revisit or result.status == 304:
             self.archive.restore(result, job.fp)
         if result.location:
@@ -388,7 +388,7 @@ class Crawl:
             if "nofollow" not in header and "none" not in header:
                 found = page.links
             if not page.noindex and "noindex" not in header and "none" not in header:
-                terms = term_counts(page.text)
+                terms = count_terms(page.text)
             links.extend(Link(u, job.depth + 1) for u in found)
         fps = self.frontier.fingerprints([job.url, *found]).tolist()
         content_fp = xxhash.xxh3_64_intdigest(result.body) if result.body else 0

@@ -7,6 +7,7 @@ import numpy as np
 
 from bspcrawl.index.output import join
 from bspcrawl.index.store import PAGE_FIELDS, STATS_DTYPE, RankStore, split_rank_file
+from bspcrawl.index.terms import count_terms
 from bspcrawl.robots.fetcher import FetchJob, FetchResult
 
 
@@ -16,11 +17,9 @@ def fake_pages(n, rng):
         job = FetchJob(seq=i // 3, index=i % 3, url=f"http://h/{i}", host="h", depth=i % 4)
         res = FetchResult(job, status=200 if i % 5 else 404, body=b"x" * i,
                           content_type="text/html", started=1000.0 + i, elapsed=0.01)
-        terms = {}
-        for _ in range(rng.randrange(0, 30)):
-            w = rng.choice(words)
-            terms[w] = terms.get(w, 0) + 1
-        yield res, terms, [rng.randrange(-(2**63), 2**63) for _ in range(rng.randrange(4))]
+        text = b" ".join(rng.choice(words) for _ in range(rng.randrange(0, 30)))
+        links = [rng.randrange(-(2**63), 2**63) for _ in range(rng.randrange(4))]
+        yield res, count_terms(text), links
 
 
 def test_pages_links_and_inverted_index_round_trip(tmp_path):
@@ -33,7 +32,7 @@ def test_pages_links_and_inverted_index_round_trip(tmp_path):
                            content_fp=len(res.body))
         if doc % 7 == 6:
             store.seal(superstep=doc)  # several segments
-        for t, tf in terms.items():
+        for t, tf in terms.as_dict().items():
             expect_post.setdefault(t, []).append((doc, tf))
         expect_links.append(links)
     row = np.zeros((), STATS_DTYPE)

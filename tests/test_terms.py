@@ -10,7 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bspcrawl.index import terms
-from bspcrawl.index.terms import MAX_TERM_BYTES, term_counts
+from bspcrawl.index.terms import MAX_TERM_BYTES, count_terms, term_hash
+
+
+def counts(text: bytes) -> dict[bytes, int]:
+    return count_terms(text).as_dict()
 
 
 def test_doctests() -> None:
@@ -18,31 +22,31 @@ def test_doctests() -> None:
 
 
 def test_lower_cases_and_counts() -> None:
-    assert term_counts(b"Hello hello HELLO world") == {b"hello": 3, b"world": 1}
+    assert counts(b"Hello hello HELLO world") == {b"hello": 3, b"world": 1}
 
 
 def test_punctuation_and_whitespace_split() -> None:
     text = b"a-b_c.d\te\nf\r\ng(h)i[j]k{l}m<n>o'p\"q/r\\s:t;u,v!w?x@y#z$0%1^2&3*4+5=6|7~8`9"
-    assert term_counts(text) == {bytes([c]): 1 for c in b"abcdefghijklmnopqrstuvwxyz0123456789"}
+    assert counts(text) == {bytes([c]): 1 for c in b"abcdefghijklmnopqrstuvwxyz0123456789"}
 
 
 def test_digits_are_word_bytes() -> None:
-    assert term_counts(b"mpi4py 2024 x86_64") == {b"mpi4py": 1, b"2024": 1, b"x86": 1, b"64": 1}
+    assert counts(b"mpi4py 2024 x86_64") == {b"mpi4py": 1, b"2024": 1, b"x86": 1, b"64": 1}
 
 
 def test_utf8_words_survive() -> None:
     text = "Café café 東京 naïve".encode()
-    assert term_counts(text) == {"café".encode(): 2, "東京".encode(): 1, "naïve".encode(): 1}
+    assert counts(text) == {"café".encode(): 2, "東京".encode(): 1, "naïve".encode(): 1}
 
 
 def test_long_tokens_are_dropped() -> None:
     ok = b"a" * MAX_TERM_BYTES
-    assert term_counts(ok + b" " + b"b" * (MAX_TERM_BYTES + 1) + b" x") == {ok: 1, b"x": 1}
+    assert counts(ok + b" " + b"b" * (MAX_TERM_BYTES + 1) + b" x") == {ok: 1, b"x": 1}
 
 
 def test_empty_and_blank() -> None:
-    assert term_counts(b"") == {}
-    assert term_counts(b" \t\n.,;!\x00\x01") == {}
+    assert counts(b"") == {}
+    assert counts(b" \t\n.,;!\x00\x01") == {}
 
 
 def reference(text: bytes) -> Counter[bytes]:
@@ -57,13 +61,13 @@ _pieces = st.sampled_from([b"a", b"B", b"7", b" ", b"-", b"\n", b"\xc3\xa9", b"\
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(_pieces, max_size=40).map(b"".join))
-def test_same_counts_and_order_as_the_definition(text: bytes) -> None:
-    counts = term_counts(text)
-    expected = reference(text)
-    assert counts == expected
-    assert list(counts) == list(expected)  # first-occurrence order, as the store sees it
+def test_same_counts_as_the_definition_and_hashes_of_the_terms(text: bytes) -> None:
+    found = count_terms(text)
+    assert found.as_dict() == reference(text)
+    assert sorted(found.hashes.tolist()) == found.hashes.tolist()
+    assert [term_hash(t) for t in found.as_dict()] == found.hashes.tolist()
 
 
 def test_long_tokens_among_many() -> None:
     text = b" ".join([b"word"] * 1000 + [b"h" * 65, b"k" * 64, b"H" * 66])
-    assert term_counts(text) == {b"word": 1000, b"k" * 64: 1}
+    assert counts(text) == {b"word": 1000, b"k" * 64: 1}

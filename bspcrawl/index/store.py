@@ -46,8 +46,9 @@ Layout of ``DIR/rank-NNNN.h5`` (every dataset 1-D, one row per page unless said 
 
 Root attributes: ``format`` ("bspcrawl-rank"), ``version``, ``rank``, ``ranks``,
 ``settings`` (JSON), ``started``, ``finished`` (Unix times) and ``complete`` (bool).
-Postings are kept as int32 (term id, doc, tf) triples, term ids in order of first use (a
-segment stores the terms it adds); :meth:`close` sorts them into the CSR arrays.
+Postings are kept as (term hash, doc, tf) triples (``bspcrawl.index.terms``; a segment
+stores the terms it adds, ``vocab`` and ``vocab_hash``); :meth:`close` sorts them into the
+CSR arrays.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ import numpy as np
 from bspcrawl import __version__
 from bspcrawl.index import archive as archive_mod
 from bspcrawl.index.archive import Archive
+from bspcrawl.index.terms import TermCounts, term_hash
 from bspcrawl.partition import Directory
 from bspcrawl.robots.fetcher import FetchResult
 
@@ -140,10 +142,10 @@ class RankStore:
         self.stats_buffer: list[np.ndarray] = []
         self.link_buffer: list[int] = []
         self.link_counts: list[int] = []
-        self.vocab: dict[bytes, int] = {}  # term -> term id, in order of first use
-        self.sealed_vocab = 0  # terms already written to a segment
-        self.batch_terms: list[bytes] = []  # terms of the buffered pages, page by page
-        self.batch_tfs: list[int] = []
+        self.vocab: set[int] = set()  # hashes of the terms met (bspcrawl.index.terms)
+        self.new_terms: dict[int, bytes] = {}  # those not yet in a segment: hash -> term
+        self.batch_terms: list[np.ndarray] = []  # term hashes of the buffered pages
+        self.batch_tfs: list[np.ndarray] = []
         self.batch_docs: list[int] = []  # doc ids of the buffered pages
         self.batch_lens: list[int] = []  # and their number of distinct terms
         self.docs = self.pages_ok = self.errors = self.bytes = 0
@@ -160,13 +162,11 @@ class RankStore:
             with h5py.File(path, "r") as f:
                 if self.archive is not None:
                     self.archive.replay(f)
-                for term in f["vocab"][:]:
-                    self.vocab[bytes(term)] = len(self.vocab)
+                self.vocab.update(f["vocab_hash"][:].tolist())
                 a = f.attrs
                 self.docs, self.pages_ok = int(a["docs"]), int(a["pages_ok"])
                 self.errors, self.bytes = int(a["errors"]), int(a["bytes"])
                 self.started = float(a["started"])
-        self.sealed_vocab = len(self.vocab)
 
     @property
     def buffered(self) -> int:
@@ -174,7 +174,7 @@ class RankStore:
         return len(self.buffer["url"])
 
     def commit(self, result: FetchResult, url_fp: int, redirect: str,
-               link_fps: list[int], terms: dict[bytes, int], content_fp: int) -> int:
+               link_fps: list[int], terms: TermCounts, content_fp: int) -> int:
         """Append one fetched page with its out-links and term counts; returns its doc id.
         ``content_fp``: xxh3-64 of its body (0: none)."""
         doc = self.docs
@@ -196,10 +196,18 @@ class RankStore:
         b["revisit"].append(result.revisit)
         self.link_buffer.extend(link_fps)
         self.link_counts.append(len(link_fps))
-        self.batch_terms.extend(terms)
-        self.batch_tfs.extend(terms.values())
-        self.batch_docs.append(doc)
-        self.batch_lens.append(len(terms))
+        if len(terms):
+            hashes = terms.hashes.tolist()
+            vocab = self.vocab
+            new = [i for i, h in enumerate(hashes) if h not in vocab]
+            if new:
+                fresh = [hashes[i] for i in new]
+                vocab.update(fresh)
+                self.new_terms.update(zip(fresh, terms.terms(new), strict=True))
+            self.batch_terms.append(terms.hashes)
+            self.batch_tfs.append(terms.tf)
+            self.batch_docs.append(doc)
+            self.batch_lens.append(len(terms))
         self.bytes += 0 if result.revisit else len(result.body)
         if result.error:
             self.errors += 1
@@ -214,11 +222,6 @@ class RankStore:
     def seal(self, superstep: int, rows: Callable[[h5py.File], None] | None = None) -> None:
         """Write everything buffered as the segment of ``superstep`` (durably), with the
         archive's rows (or what ``rows`` writes instead)."""
-        vocab = self.vocab
-        for term in set(self.batch_terms).difference(vocab):
-            vocab[term] = len(vocab)
-        n = len(self.batch_terms)
-        new_terms = list(vocab)[self.sealed_vocab:]
 
         def fill(f: h5py.File) -> None:
             pages = f.create_group("pages")
@@ -226,12 +229,13 @@ class RankStore:
                 pages.create_dataset(name, data=np.asarray(self.buffer[name], dtype=dtype))
             f["links/counts"] = np.asarray(self.link_counts, dtype=np.int32)
             f["links/targets"] = np.asarray(self.link_buffer, dtype=np.int64)
-            f["postings/term"] = np.fromiter(map(vocab.__getitem__, self.batch_terms),
-                                             np.int32, n)
+            f["postings/term"] = np.concatenate(self.batch_terms or [np.zeros(0, np.int64)])
             f["postings/doc"] = np.repeat(np.asarray(self.batch_docs, dtype=np.int32),
                                           self.batch_lens)
-            f["postings/tf"] = np.fromiter(self.batch_tfs, np.int32, n)
-            f.create_dataset("vocab", data=np.array(new_terms, dtype=object), dtype=VOCAB)
+            f["postings/tf"] = np.concatenate(self.batch_tfs or [np.zeros(0, np.int32)])
+            f.create_dataset("vocab", data=np.array(list(self.new_terms.values()),
+                                                    dtype=object), dtype=VOCAB)
+            f["vocab_hash"] = np.fromiter(self.new_terms, np.int64, len(self.new_terms))
             f.create_dataset("stats", data=np.array(self.stats_buffer, dtype=STATS_DTYPE))
             f.attrs.update(superstep=superstep, docs=self.docs, pages_ok=self.pages_ok,
                            errors=self.errors, bytes=self.bytes, started=self.started)
@@ -241,7 +245,7 @@ class RankStore:
                 self.archive.drain(f)
 
         write_atomically(segment_dir(self.out, self.rank) / f"{superstep:010d}.h5", fill)
-        self.sealed_vocab = len(vocab)
+        self.new_terms = {}
         for column in self.buffer.values():
             column.clear()
         self.stats_buffer.clear()
@@ -275,10 +279,13 @@ def join_segments(out: Path, rank: int, ranks: int, settings: dict, complete: bo
         counts = np.concatenate([p["links/counts"][:] for p in parts] + [np.zeros(0, np.int32)])
         targets = np.concatenate([p["links/targets"][:] for p in parts]
                                  + [np.zeros(0, np.int64)])
-        ids, docs, tfs = (np.concatenate([p[f"postings/{k}"][:] for p in parts]
-                                         + [np.zeros(0, np.int32)])
-                          for k in ("term", "doc", "tf"))
+        hashes, docs, tfs = (np.concatenate([p[f"postings/{k}"][:] for p in parts]
+                                            + [np.zeros(0, dtype)])
+                             for k, dtype in (("term", np.int64), ("doc", np.int32),
+                                              ("tf", np.int32)))
         vocab = [bytes(t) for p in parts for t in p["vocab"][:]]
+        vocab_hash = np.concatenate([p["vocab_hash"][:] for p in parts]
+                                    + [np.zeros(0, np.int64)])
         stats = np.concatenate([p["stats"][:] for p in parts] + [np.zeros(0, STATS_DTYPE)])
         started = float(parts[0].attrs["started"]) if parts else time.time()
         kept = archive_mod.collect(parts, out, rank)
@@ -286,9 +293,9 @@ def join_segments(out: Path, rank: int, ranks: int, settings: dict, complete: bo
         for p in parts:
             p.close()
     order_terms = sorted(range(len(vocab)), key=vocab.__getitem__)  # bytes order
-    rank_of = np.empty(len(vocab), dtype=np.int64)  # term id -> position in sorted terms
-    rank_of[order_terms] = np.arange(len(vocab))
-    keys = rank_of[ids]
+    term_hashes = vocab_hash[order_terms]  # term number (in bytes order) -> its hash
+    by_hash = np.argsort(term_hashes)
+    keys = by_hash[np.searchsorted(term_hashes[by_hash], hashes)]  # posting -> term number
     order = np.argsort(keys, kind="stable")  # by term, then doc (docs were increasing)
     offsets = np.zeros(len(vocab) + 1, dtype=np.int64)
     np.cumsum(np.bincount(keys, minlength=len(vocab)), out=offsets[1:])
@@ -324,17 +331,18 @@ def split_rank_file(out: Path, rank: int, superstep: int) -> None:
         pages = {name: f[f"pages/{name}"][:] for name in PAGE_FIELDS}
         counts = np.diff(f["links/offsets"][:]).astype(np.int32)
         terms = [t.encode() for t in f["index/terms"].asstr()[:]]
-        offsets = f["index/offsets"][:]
-        term_ids = np.repeat(np.arange(len(terms), dtype=np.int32), np.diff(offsets))
+        term_hashes = np.array([term_hash(t) for t in terms], dtype=np.int64)
+        term_ids = np.repeat(np.arange(len(terms)), np.diff(f["index/offsets"][:]))
         ok = ((pages["status"] >= 200) & (pages["status"] < 300) | (pages["revisit"] > 0)).sum()
 
         def fill(g: h5py.File) -> None:
             for name, dtype in PAGE_FIELDS.items():
                 g.create_dataset(f"pages/{name}", data=pages[name], dtype=dtype)
             g["links/counts"], g["links/targets"] = counts, f["links/targets"][:]
-            g["postings/term"], g["postings/tf"] = term_ids, f["index/tf"][:]
+            g["postings/term"], g["postings/tf"] = term_hashes[term_ids], f["index/tf"][:]
             g["postings/doc"] = f["index/docs"][:].astype(np.int32)
             g.create_dataset("vocab", data=np.array(terms, dtype=object), dtype=VOCAB)
+            g["vocab_hash"] = term_hashes
             g.create_dataset("stats", data=f["stats"][:])
             g.attrs.update(superstep=superstep, docs=len(pages["url"]), pages_ok=int(ok),
                            errors=int((pages["error"] != b"").sum()),
