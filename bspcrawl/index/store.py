@@ -142,7 +142,9 @@ class RankStore:
         self.stats_buffer: list[np.ndarray] = []
         self.link_buffer: list[int] = []
         self.link_counts: list[int] = []
-        self.vocab: set[int] = set()  # hashes of the terms met (bspcrawl.index.terms)
+        # hashes of the terms met (bspcrawl.index.terms): sorted, and the latest in a set
+        self.known = np.zeros(0, np.int64)
+        self.recent: set[int] = set()
         self.new_terms: dict[int, bytes] = {}  # those not yet in a segment: hash -> term
         self.batch_terms: list[np.ndarray] = []  # term hashes of the buffered pages
         self.batch_tfs: list[np.ndarray] = []
@@ -162,7 +164,7 @@ class RankStore:
             with h5py.File(path, "r") as f:
                 if self.archive is not None:
                     self.archive.replay(f)
-                self.vocab.update(f["vocab_hash"][:].tolist())
+                self.recent.update(f["vocab_hash"][:].tolist())
                 a = f.attrs
                 self.docs, self.pages_ok = int(a["docs"]), int(a["pages_ok"])
                 self.errors, self.bytes = int(a["errors"]), int(a["bytes"])
@@ -197,12 +199,10 @@ class RankStore:
         self.link_buffer.extend(link_fps)
         self.link_counts.append(len(link_fps))
         if len(terms):
-            hashes = terms.hashes.tolist()
-            vocab = self.vocab
-            new = [i for i, h in enumerate(hashes) if h not in vocab]
+            new = self._new_terms(terms.hashes)
             if new:
-                fresh = [hashes[i] for i in new]
-                vocab.update(fresh)
+                fresh = terms.hashes[new].tolist()
+                self.recent.update(fresh)
                 self.new_terms.update(zip(fresh, terms.terms(new), strict=True))
             self.batch_terms.append(terms.hashes)
             self.batch_tfs.append(terms.tf)
@@ -214,6 +214,21 @@ class RankStore:
         elif 200 <= result.status < 300 or result.revisit:
             self.pages_ok += 1
         return doc
+
+    def _new_terms(self, hashes: np.ndarray) -> list[int]:
+        """Indices of the term hashes never met before (one vectorised search in the sorted
+        ones, a set for the latest; the set is merged in when it grows)."""
+        if len(self.recent) > max(256, len(self.known) // 8):
+            self.known = np.union1d(self.known, np.fromiter(self.recent, np.int64))
+            self.recent.clear()
+        if len(self.known):
+            pos = np.minimum(np.searchsorted(self.known, hashes), len(self.known) - 1)
+            candidates = np.flatnonzero(self.known[pos] != hashes)
+        else:
+            candidates = np.arange(len(hashes))
+        recent = self.recent
+        return [i for i, h in zip(candidates.tolist(), hashes[candidates].tolist(),
+                                  strict=True) if h not in recent]
 
     def add_stats(self, row: np.ndarray) -> None:
         """Append one ``STATS_DTYPE`` row (one superstep); written with the next segment."""

@@ -73,7 +73,8 @@ class TermCounts:
 
     hashes: np.ndarray
     tf: np.ndarray
-    _text: bytes  # the translated text, and where each hash occurs in it
+    _text: bytes  # the translated text, and the hash, start and end of each run in it
+    _runs: np.ndarray
     _starts: np.ndarray
     _ends: np.ndarray
 
@@ -81,9 +82,12 @@ class TermCounts:
         return len(self.hashes)
 
     def terms(self, which: list[int]) -> list[bytes]:
-        """The bytes of the terms ``hashes[which]``."""
+        """The bytes of the terms ``hashes[which]`` (where they first occur is looked up
+        only now: most terms of a page are known to the index already)."""
+        order = np.argsort(self._runs)
+        at = order[np.searchsorted(self._runs[order], self.hashes[which])].tolist()
         text, starts, ends = self._text, self._starts, self._ends
-        return [text[starts[i]:ends[i]] for i in which]
+        return [text[starts[i]:ends[i]] for i in at]
 
     def as_dict(self) -> dict[bytes, int]:
         """``{term: count}``, in hash order."""
@@ -91,7 +95,7 @@ class TermCounts:
 
 
 _NONE = np.zeros(0, np.int64)
-EMPTY = TermCounts(_NONE, np.zeros(0, np.int32), b"", _NONE, _NONE)
+EMPTY = TermCounts(_NONE, np.zeros(0, np.int32), b"", _NONE, _NONE, _NONE)
 
 
 def count_terms(text: bytes) -> TermCounts:
@@ -117,12 +121,10 @@ def count_terms(text: bytes) -> TermCounts:
     with np.errstate(over="ignore"):
         np.cumsum(a * up[: len(a)], out=prefix[1:])
         h = ((prefix[ends] - prefix[starts]) * down[starts]).view(np.int64)
-    order = np.argsort(h)
-    h = h[order]
-    first = np.flatnonzero(np.concatenate(([True], h[1:] != h[:-1])))
-    tf = np.diff(np.append(first, len(h))).astype(np.int32)
-    at = order[first]
-    return TermCounts(h[first], tf, t, starts[at], ends[at])
+    ordered = np.sort(h)
+    first = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
+    tf = np.diff(np.append(first, len(ordered))).astype(np.int32)
+    return TermCounts(ordered[first], tf, t, h, starts, ends)
 
 
 def term_hash(term: bytes) -> int:
