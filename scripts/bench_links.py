@@ -17,7 +17,7 @@ load hit every figure alike:
 * links only: the same without the index text (parse, link elements, resolution);
 * parse + free: the parser alone;
 * markup scan: lexbor only, the scan for hostile nesting before each parse;
-* term_counts of the pages' text (``bspcrawl.index.terms``), parser-independent, and
+* term counting of the pages' text (``bspcrawl.index.terms``), parser-independent, and
   as it was before (a regex looked for over-long tokens in the whole text).
 
 The lxml side is the implementation ``parse_html`` had before lexbor
@@ -47,7 +47,7 @@ from lxml import etree
 from selectolax.lexbor import LexborHTMLParser
 
 from bspcrawl.index import terms
-from bspcrawl.index.terms import term_counts
+from bspcrawl.index.terms import count_terms
 from bspcrawl.robots import links as lexbor_links
 from bspcrawl.robots.links import LinkCache, ParsedPage, parse_html
 from bspcrawl.testweb import Web, WebConfig
@@ -261,7 +261,7 @@ _LONG = re.compile(rb"[^ ]{%d}" % (terms.MAX_TERM_BYTES + 1))
 
 
 def term_counts_before(text: bytes) -> dict[bytes, int]:
-    """term_counts as it was: the over-long tokens looked for with a regex."""
+    """Term counting as it was: Counter of the split text, long tokens found by a regex."""
     words = text.translate(terms._TABLE)
     counts = Counter(words.split())
     if _LONG.search(words):
@@ -320,7 +320,7 @@ def figures_for(pages: list[tuple[bytes, str]], repeat: int) -> tuple[dict, dict
                                              for d in utf8] and None,
         ("markup scan", "lexbor"): lambda: [lexbor_links._defused(d) for d in utf8] and None,
         ("term_counts", "before"): lambda: [term_counts_before(t) for t in texts] and None,
-        ("term_counts", "now"): lambda: [term_counts(t) for t in texts] and None,
+        ("term_counts", "now"): lambda: [count_terms(t) for t in texts] and None,
     }
     runs = measure(fns, repeat)
     table: dict[str, dict[str, dict]] = {}
@@ -331,7 +331,7 @@ def figures_for(pages: list[tuple[bytes, str]], repeat: int) -> tuple[dict, dict
             "cpu_s": best, "us_per_page": best / n * 1e6, "us_per_page_median": median / n * 1e6,
             "pages_per_s": n / best,
         }
-    assert all(term_counts(t) == term_counts_before(t) for t in texts)
+    assert all(count_terms(t).as_dict() == term_counts_before(t) for t in texts)
     agree = sum(lxml_parse_html(b, u, LinkCache()).links == parse_html(b, u, LinkCache()).links
                 for b, u in pages)
     stats = {
