@@ -247,9 +247,8 @@ def lxml_links_only(body: bytes, url: str, links: LinkCache) -> list[str]:
 
 def lexbor_links_only(body: bytes, url: str, links: LinkCache) -> list[str]:
     """parse_html without the index text."""
-    data, _frames = lexbor_links._defused(lexbor_links._utf8(body, None))
-    found = lexbor_links._Walk()
-    found.walk(LexborHTMLParser(data, options=lexbor_links._NO_EVENTS))
+    data, counts = lexbor_links._defused(lexbor_links._utf8(body, None))
+    _tree, found = lexbor_links._find(data, counts)
     page_url_ = parse(url)
     base = page_url_
     if found.base is not None:

@@ -70,6 +70,11 @@ def test_fragments_are_cut() -> None:
     html = '<a href="#top">t</a><a href="a.html#s1">1</a><a href="a.html#s2">2</a><a href="#">e</a>'
     assert links_of(html) == ["http://example.org/docs/guide/page.html?x=1",
                               "http://example.org/docs/guide/a.html"]
+    # cut before resolution, so a space before the "#" is trailing (WHATWG keeps it: "b%20")
+    cache = LinkCache()
+    for _ in range(2):
+        assert links_of('<a href="b.html #s">b</a><a href=" #x">s</a><a href="?q #y">q</a>',
+                        cache=cache) == [BASE + "b.html", PAGE, BASE + "page.html?q"]
 
 
 def test_duplicates_keep_first_position() -> None:
@@ -206,8 +211,7 @@ def test_cache_gives_the_same_links_as_no_cache(pages: list, capacity: int) -> N
     for url, hrefs in pages:
         expected = list(dict.fromkeys(
             r for r in (resolve(h.partition("#")[0], url) for h in hrefs) if r is not None))
-        assert cache.resolve_unique(dict.fromkeys(h.partition("#")[0] for h in hrefs),
-                                    url) == expected
+        assert cache.resolve_unique(dict.fromkeys(hrefs), url) == expected  # as in the markup
         assert cache.resolve_unique([h.partition("#")[0] for h in hrefs], url) == expected
 
 
@@ -246,6 +250,43 @@ def test_misnested_and_unclosed_markup() -> None:
 
 def test_attribute_without_value_and_bad_frames() -> None:
     assert links_of("<a href>self</a><a>no href</a><iframe>x</iframe><iframe src>") == [PAGE]
+
+
+def test_svg_xlink_href_is_no_href() -> None:
+    """In <svg>, lexbor's [href] also matches xlink:href (the same local name)."""
+    html = ("<svg><a xlink:href='x.html'>x</a><a href='s.html'>s</a>"
+            "<link rel=canonical xlink:href='l.html'><base xlink:href='/b/'></svg>"
+            "<a href='y.html'>y</a><template><svg><a xlink:href='t.html'>t</a></svg></template>")
+    assert links_of(html) == [BASE + "s.html", BASE + "y.html"]
+
+
+def test_links_of_every_element_in_document_order() -> None:
+    """The same order whether the tree is walked by tag name (with an <a> marker before
+    each other link element) or, with a <template>, by one CSS query."""
+    html = ("<head><link rel=next href='n.html'><meta http-equiv=refresh content='0;url=r.html'>"
+            "</head><body><a href='a1.html'>1</a><iframe src='i.html'></iframe><a href='n.html'>"
+            "<map><area href='m.html'></map><link rel=canonical href='c.html'><a href='a2.html'>"
+            "<meta http-equiv=refresh content='9;url=a1.html'><a href=''>self</a>"
+            "<meta http-equiv=refresh content=\"1; url='late.html'\">")
+    expected = [BASE + name for name in ("n.html", "r.html", "a1.html", "i.html", "m.html",
+                                         "c.html", "a2.html")] + [PAGE, BASE + "late.html"]
+    assert links_of(html) == expected
+    assert links_of(html + "<template><a href='t.html'></template>") == expected + [BASE + "t.html"]
+
+
+def test_head_elements_also_in_the_body() -> None:
+    """Where the <head> holds all elements of a name the markup may have, the walk takes
+    them there; else from the whole tree."""
+    html = ("<html><head><title>Head title</title><script>var s1;</script><style>.a{}</style>"
+            "<meta name=description content=x><link rel=stylesheet href=s.css></head><body>"
+            "<p>text</p><script>var s2;</script><style>.b{}</style><title>Body title</title>"
+            "<meta name=robots content=noindex><a href='a.html'>a</a>"
+            "<link rel=alternate href='alt.html'><time>now</time><ul><li>item</ul></body>")
+    page = parse_html(html.encode(), PAGE, LinkCache())
+    assert page.title == "Head title" and page.noindex and page.text == b""
+    assert page.links == [BASE + "a.html", BASE + "alt.html"]
+    page = parse_html(html.replace("noindex", "x").encode(), PAGE, LinkCache())
+    assert page.text == b"Head title\ntextBody titleanowitem"
 
 
 def test_noframes_template_and_hidden_text() -> None:
