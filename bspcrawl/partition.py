@@ -52,9 +52,6 @@ class Directory:
         self.size = size
         self.owners: dict[int, int] = {}  # host hash -> rank, in the order assigned
 
-    def __len__(self) -> int:
-        return len(self.owners)
-
     def assign(self, hashes: Iterable[int]) -> None:
         """Deal the hosts not assigned yet to the ranks, round-robin, sorted by hash."""
         owners = self.owners
@@ -63,7 +60,7 @@ class Directory:
 
     def owner(self, url: str) -> int | None:
         """The rank that owns ``url``'s host, or None if it is not assigned yet."""
-        return self.owners.get(host_hash(host_key(url)))
+        return self.rank_of(host_key(url))
 
     def rank_of(self, key: str) -> int | None:
         """The rank that owns the host ``key`` ("host:port"), or None."""

@@ -374,8 +374,7 @@ class Crawl:
             return
         job = result.job
         redirect, found, terms = "", [], EMPTY
-        if result.revisit or result.status == 304:
-            self.archive.restore(result, job.fp)
+        self.archive.restore(result, job.fp)
         if result.location:
             redirect = resolve(result.location, job.url) or ""
             if redirect:
@@ -390,14 +389,14 @@ class Crawl:
             if not page.noindex and "noindex" not in header and "none" not in header:
                 terms = count_terms(page.text)
             links.extend(Link(u, job.depth + 1) for u in found)
-        fps = self.frontier.fingerprints([job.url, *found]).tolist()
         content_fp = xxhash.xxh3_64_intdigest(result.body) if result.body else 0
-        self.archive.record(result, fps[0], host_hash(job.host), content_fp)
+        self.archive.record(result, job.fp, host_hash(job.host), content_fp)
         after = self.settings.crawl_revisit_after
         if after and (200 <= result.status < 300 or result.revisit):
-            self.frontier.revisit_later(Link(job.url, job.depth, job.hops), fps[0],
+            self.frontier.revisit_later(Link(job.url, job.depth, job.hops), job.fp,
                                         time.monotonic() + after)
-        self.store.commit(result, fps[0], redirect, fps[1:], terms, content_fp)
+        self.store.commit(result, job.fp, redirect, self.frontier.fingerprints(found).tolist(),
+                          terms, content_fp)
 
     def _counters(self, urls_out: int, start: float) -> np.ndarray:
         if self.rank == 0 and time.monotonic() >= self.next_stop_check:

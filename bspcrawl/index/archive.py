@@ -49,7 +49,7 @@ import numpy as np
 
 from bspcrawl.index.history import FIELDS, History, Version
 from bspcrawl.index.validators import Validators, ValidatorStore
-from bspcrawl.index.warc import OPEN, WarcWriter, read_response, recover, warc_name
+from bspcrawl.index.warc import WarcWriter, files_used, read_response, warc_name
 from bspcrawl.partition import Directory
 from bspcrawl.robots.fetcher import FetchJob, FetchResult
 
@@ -108,7 +108,8 @@ class Archive:
 
     def restore(self, result: FetchResult, fp: int) -> None:
         """Give a 304 or a fresh result the body and Content-Type of the archived version
-        (a fresh one also its status). Left without a body if the archive lost it."""
+        (a fresh one also its status); any other result is left as it is, and so is one
+        whose body the archive lost."""
         if result.revisit != FRESH and (result.status != 304 or result.error):
             return
         result.revisit = result.revisit or NOT_MODIFIED
@@ -192,13 +193,10 @@ class Archive:
 
     def replay(self, segment: h5py.File) -> None:
         """Take back what a segment recorded (resuming a crawl, or the carried segment)."""
-        history, validators, files = read_rows(segment)
-        self.files = files or self.files
-        if not self.revisits:
-            return
-        self.history.extend(**history)
-        if len(validators["fp"]):
-            self.validators.update(*(validators[name] for name in VALIDATOR_FIELDS))
+        if self.revisits:
+            self.files = take_rows(segment, self.history, self.validators) or self.files
+        else:
+            self.files = read_rows(segment)[2] or self.files
 
 
 def write_rows(segment: h5py.File, history: dict, validators: dict, files: list[str]) -> None:
@@ -223,17 +221,23 @@ def read_rows(segment: h5py.File) -> tuple[dict, dict, list[str]]:
     return history, validators, json.loads(segment.attrs["warc_files"])
 
 
+def take_rows(segment: h5py.File, history: History, store: ValidatorStore) -> list[str]:
+    """Add a segment's history and validator rows to ``history`` and ``store``; returns
+    the earlier crawls' WARC files it lists."""
+    rows, validators, files = read_rows(segment)
+    history.extend(**rows)
+    if len(validators["fp"]):
+        store.update(*(validators[name] for name in VALIDATOR_FIELDS))
+    return files
+
+
 def collect(parts: list[h5py.File], out: Path, rank: int
             ) -> tuple[History, ValidatorStore, list[str]]:
     """The history, validators and WARC file table of a rank, from its segments (oldest
     first); :func:`save` writes them into the joined rank file."""
     history, store, files = History(), ValidatorStore(), []
     for part in parts:
-        rows, validators, listed = read_rows(part)
-        files = listed or files
-        history.extend(**rows)
-        if len(validators["fp"]):
-            store.update(*(validators[name] for name in VALIDATOR_FIELDS))
+        files = take_rows(part, history, store) or files
     return history, store, files + own_files(out, rank)
 
 
@@ -248,29 +252,32 @@ def own_files(out: Path, rank: int) -> list[str]:
     """``warc/rank-RRRR-IIIII.warc.gz`` for I = 0 .. the rank's last file (finishing any
     file a killed writer left open), relative to ``out``."""
     folder = out / WARC_DIR
-    if not folder.is_dir():
-        return []
-    for stale in folder.glob(f"rank-{rank:04d}-*.warc.gz{OPEN}"):
-        recover(stale)
-    found = [int(p.name[10:-8]) for p in folder.glob(f"rank-{rank:04d}-*.warc.gz")]
-    return [f"{WARC_DIR}/{warc_name(rank, i)}" for i in range(max(found, default=-1) + 1)]
+    used = files_used(folder, rank) if folder.is_dir() else 0
+    return [f"{WARC_DIR}/{warc_name(rank, i)}" for i in range(used)]
 
 
 def split(f: h5py.File, segment: h5py.File) -> None:
-    """Turn a joined rank file's archive back into segment rows (inverse of :func:`join`,
-    for resuming a crawl that stopped and joined its files)."""
+    """Turn a joined rank file's archive back into segment rows (inverse of :func:`collect`
+    and :func:`save`, for resuming a crawl that stopped and joined its files)."""
     if "history" not in f:
         return
     history = History.load(f["history"])
     store = ValidatorStore.load(f["validators"])
-    fps = store.fingerprints()
-    found = store.lookup(fps)
     own = f"{WARC_DIR}/rank-"
     files = [p for p in f["warc/files"].asstr()[:].tolist() if not p.startswith(own)]
     write_rows(segment, {name: history.column(name) for name in FIELDS},
-               {"fp": fps, "etag": found.etag, "last_modified": found.last_modified,
-                "expires": found.expires, "fetched": found.fetched,
-                "content_fp": found.content_fp}, files)
+               validator_rows(store, store.fingerprints()), files)
+
+
+def validator_rows(store: ValidatorStore, fps: np.ndarray) -> dict[str, list]:
+    """The rows of ``store`` for those of ``fps`` it holds, column by column
+    (``VALIDATOR_FIELDS``), as :func:`write_rows` takes them."""
+    found = store.lookup(fps)
+    keep = np.flatnonzero(found.found)
+    columns = {"fp": fps[keep].tolist(), "etag": [found.etag[i] for i in keep.tolist()]}
+    for name in VALIDATOR_FIELDS[2:]:
+        columns[name] = getattr(found, name)[keep].tolist()
+    return columns
 
 
 def previous_hosts(previous: Path) -> np.ndarray:
@@ -306,13 +313,8 @@ def carry(previous: Path, out: Path, rank: int, directory: Directory,
         warc_file = rows["warc_file"][-1]
         warc_file[warc_file >= 0] += len(files)
         files += [os.path.relpath(previous / p, out) for p in theirs]
-        fps = np.unique(rows["url_fp"][-1])
-        found = store.lookup(fps)
-        keep = np.flatnonzero(found.found)
-        validators["fp"].extend(fps[keep].tolist())
-        validators["etag"].extend(found.etag[i] for i in keep.tolist())
-        for name in ("last_modified", "expires", "fetched", "content_fp"):
-            validators[name].extend(getattr(found, name)[keep].tolist())
+        for name, column in validator_rows(store, np.unique(rows["url_fp"][-1])).items():
+            validators[name].extend(column)
     history = {name: np.concatenate(c) if c else np.zeros(0, FIELDS[name])
                for name, c in rows.items()}
     write_rows(segment, history, validators, files)

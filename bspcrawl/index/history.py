@@ -45,7 +45,7 @@ FIELDS: dict[str, type] = {
     "warc_file": np.int32,  # index of the WARC file holding the body's record; -1: none
     "warc_offset": np.int64,  # offset of that record (its gzip member) in the file
     "warc_length": np.int64,  # length of that record (compressed), bytes
-    "host": np.int64,  # urls.host_hash of the URL's host key: its owner rank is host % P
+    "host": np.int64,  # urls.host_hash of the URL's host key (how a recrawl deals it)
 }
 
 

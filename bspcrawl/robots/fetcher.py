@@ -148,8 +148,7 @@ class _Transfer:
         c.setopt(pycurl.URL, job.url)
         c.setopt(pycurl.FOLLOWLOCATION, 1 if job.robots else 0)
         c.setopt(pycurl.MAXREDIRS, ROBOTS_TXT_HOPS)
-        job.headers = revalidate(*job.revalidate) if job.revalidate[0] or job.revalidate[1] \
-            else ()
+        job.headers = revalidate(*job.revalidate)
         c.setopt(pycurl.HTTPHEADER, list(job.headers))
         self.started = time.time()
 
