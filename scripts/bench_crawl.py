@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -23,16 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
+from cpu import children_cpu
+
 from bspcrawl.testweb import Web, WebConfig, free_port
 
 PY = sys.executable
 MPIEXEC = str(Path(PY).parent / "mpiexec")
-
-
-def children_cpu() -> float:
-    """User + sys CPU-seconds of all waited-for child processes so far."""
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
 
 
 def crawl_once(ranks: int, seeds: Path, out: Path, extra: list[str]) -> dict:

@@ -45,7 +45,6 @@ import http.server
 import json
 import os
 import pstats
-import resource
 import shutil
 import statistics
 import subprocess
@@ -54,6 +53,8 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+from cpu import children_cpu
 
 import bspcrawl
 from bspcrawl.testweb import Web, WebConfig, free_port, serve_forever
@@ -112,12 +113,6 @@ class BenchSpider(CrawlSpider):
         stats = dict(self.crawler.stats.get_stats(), words=self.words, reason=reason)
         Path(self.stats_path).write_text(json.dumps(stats, default=str, indent=1))
 '''
-
-
-def children_cpu() -> float:
-    """User + sys CPU-seconds of all waited-for child processes so far."""
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
 
 
 def process_cpu(pid: int) -> float:

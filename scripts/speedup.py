@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import resource
 import subprocess
 import sys
 import tempfile
@@ -32,17 +31,12 @@ from pathlib import Path
 
 import h5py
 import numpy as np
+from cpu import children_cpu
 
 from bspcrawl.testweb import Web, WebConfig, free_port
 
 PY = sys.executable
 MPIEXEC = str(Path(PY).parent / "mpiexec")
-
-
-def children_cpu() -> float:
-    """User + sys CPU-seconds of all waited-for child processes so far."""
-    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return ru.ru_utime + ru.ru_stime
 
 
 def serve(config: WebConfig, latency_ms: float) -> subprocess.Popen:
