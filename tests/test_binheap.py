@@ -3,9 +3,9 @@
 import doctest
 
 import numpy as np
-from hypothesis import HealthCheck, settings
 
 from bspcrawl.cbt import BinaryHeap, BlockCache, binheap
+from tests.machines import machine_test
 from tests.test_cbt import QueueMachine, pairs, reloaded
 
 
@@ -15,11 +15,7 @@ class BinaryHeapMachine(QueueMachine):
         return BinaryHeap()
 
 
-TestBinaryHeapMachine = BinaryHeapMachine.TestCase
-TestBinaryHeapMachine.settings = settings(
-    max_examples=100, stateful_step_count=40, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+TestBinaryHeapMachine = machine_test(BinaryHeapMachine, 100, 40)
 
 
 def test_docstring_examples():

@@ -11,11 +11,11 @@ import random
 import h5py
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from bspcrawl.cbt import CBT, BlockCache, BulkQueue, IdTable, base, cost, idtable, keys, tree
+from tests.machines import machine_test
 
 I64 = np.iinfo(np.int64)
 EMPTY_IDS = np.empty(0, np.int64)
@@ -125,11 +125,7 @@ class QueueMachine(RuleBasedStateMachine):
         assert bool(self.q) == bool(self.model)
 
 
-TestQueueMachine = QueueMachine.TestCase
-TestQueueMachine.settings = settings(
-    max_examples=100, stateful_step_count=40, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+TestQueueMachine = machine_test(QueueMachine, 100, 40)
 
 
 # ---------------------------------------------------------------- edge cases

@@ -6,11 +6,11 @@ import io
 import h5py
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from bspcrawl.cbt import ParallelCBT, parallel
+from tests.machines import machine_test
 from tests.test_cbt import IDS, PRIOS, best, pairs
 
 
@@ -85,11 +85,7 @@ class ParallelMachine(RuleBasedStateMachine):
             assert i in self.q
 
 
-TestParallelMachine = ParallelMachine.TestCase
-TestParallelMachine.settings = settings(
-    max_examples=40, stateful_step_count=30, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+TestParallelMachine = machine_test(ParallelMachine, 40, 30)
 
 
 def test_docstring_examples():

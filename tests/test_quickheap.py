@@ -3,10 +3,10 @@
 import doctest
 
 import numpy as np
-from hypothesis import HealthCheck, settings
 
 from bspcrawl.cbt import BlockCache, QuickHeap, cost, quickheap
 from bspcrawl.cbt.keys import encode
+from tests.machines import machine_test
 from tests.test_cbt import QueueMachine, pairs, reloaded
 
 
@@ -16,11 +16,7 @@ class QuickHeapMachine(QueueMachine):
         return QuickHeap(seed=variant)
 
 
-TestQuickHeapMachine = QuickHeapMachine.TestCase
-TestQuickHeapMachine.settings = settings(
-    max_examples=100, stateful_step_count=40, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+TestQuickHeapMachine = machine_test(QuickHeapMachine, 100, 40)
 
 
 def test_docstring_examples():

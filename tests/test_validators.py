@@ -7,7 +7,6 @@ import io
 import h5py
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
@@ -24,6 +23,7 @@ from bspcrawl.index.validators import (
     parse_etag,
     parse_http_date,
 )
+from tests.machines import machine_test
 
 I64 = np.iinfo(np.int64)
 T = 784111777  # Sun, 06 Nov 1994 08:49:37 GMT
@@ -190,11 +190,7 @@ class StoreMachine(RuleBasedStateMachine):
         assert len(self.store) == len(self.model)
 
 
-TestStoreMachine = StoreMachine.TestCase
-TestStoreMachine.settings = settings(
-    max_examples=150, stateful_step_count=30, deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
+TestStoreMachine = machine_test(StoreMachine, 150, 30)
 
 
 # ---------------------------------------------------------------- store: edge cases
