@@ -2,14 +2,15 @@
 
 Marin et al. (2008), section 2: each superstep the scheduler extracts the top R URLs from
 its priority queue; URLs that cannot be scheduled now wait in a pending queue Q. Here Q is
-one FIFO per host, and a schedule takes at most one job per host:
+one FIFO per host:
 
 - a host's first job is its robots.txt; its URLs wait in Q until that job is committed
   (RFC 9309: 2xx parsed, 4xx allow all, 5xx or no answer: retried with backoff up to
   ``robots_retries`` times while the URLs wait, then disallow all); rules are refetched
   after ``robots_ttl``;
 - hosts that can take a job are served round-robin, one URL each, before the CBT's top R;
-  a schedule holds at most R jobs;
+  a schedule holds at most R jobs; unpaced hosts with long queues then get more jobs in
+  proportion to their queue (:meth:`Frontier._share`), so big sites keep pace;
 - an *unpaced* host (no delay rule, see robots/politeness.py) may have one job in each
   outstanding schedule: the fetcher runs them one at a time, in order. A *paced* host has
   one job at a time and rests after it (delay, k x response time, Retry-After) before the
@@ -154,7 +155,8 @@ class Frontier:
                             else urls, assume_canonical=True)
 
     def next_jobs(self, seq: int, now: float | None = None) -> list[FetchJob]:
-        """The jobs of schedule ``seq``: one per host that can take one, Q before the CBT."""
+        """The jobs of schedule ``seq``: one per host that can take one, Q before the CBT,
+        then more for the unpaced hosts with long queues."""
         now = time.monotonic() if now is None else now
         if self.revisits:
             self._revisit_due(now)
@@ -162,7 +164,7 @@ class Frontier:
             self.active.append(heapq.heappop(self.resting)[1])
         limit = self.settings.queue_batch
         jobs: list[FetchJob] = []
-        served: set[str] = set()
+        served: dict[str, None] = {}  # hosts given a job, in order (a set's is random)
         for _ in range(len(self.active)):
             if len(jobs) >= limit:
                 break
@@ -171,7 +173,7 @@ class Frontier:
             host.queued = False
             if self._can_serve(host, now):
                 self._serve(key, seq, jobs, now)
-                served.add(key)
+                served[key] = None
             else:
                 self._enqueue(key, now)
         room = limit - len(jobs)
@@ -186,10 +188,35 @@ class Frontier:
                 self.pending += 1
                 if key not in served and self._can_serve(host, now):
                     self._serve(key, seq, jobs, now)
-                    served.add(key)
+                    served[key] = None
                 else:
                     self._enqueue(key, now)
+        self._share(list(served), seq, jobs, now)
         return jobs
+
+    def _share(self, served: list[str], seq: int, jobs: list[FetchJob], now: float) -> None:
+        """Give the unpaced hosts with long queues more jobs in this schedule.
+
+        With one job per host and schedule, every host advances at the same pace, one page
+        per superstep, and the biggest sites are left for the crawl's tail. So a host gets
+        jobs in proportion to its queue (``round(queued / mean queued)`` of the hosts
+        served), at most ``n // r`` with ``n`` hosts served and ``r`` robots: its jobs run
+        one after another, and that many take about as long as the robots take for the
+        whole schedule, so the window does not wait for them. Counts only, no clock: the
+        schedule stays reproducible.
+        """
+        cap = len(served) // self.settings.fetch_robots
+        queued = [len(self.hosts[key].pending) for key in served]
+        mean = sum(queued) / len(served) if served else 0.0
+        if cap < 2 or not mean:
+            return
+        for key, n in zip(served, queued, strict=True):
+            host = self.hosts[key]
+            for _ in range(min(cap, round(n / mean)) - 1):
+                if len(jobs) >= self.settings.queue_batch or self._paced(host) or \
+                        not self._can_serve(host, now):
+                    break
+                self._serve(key, seq, jobs, now)
 
     def _paced(self, host: Host) -> bool:
         return self.settings.paced or host.delay > 0

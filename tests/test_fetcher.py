@@ -80,6 +80,18 @@ def test_different_hosts_run_concurrently(server):
     assert starts[-1] - starts[0] < 0.05  # all four started before the first ended
 
 
+def test_free_robots_go_to_the_oldest_schedule_then_the_longest_queue(server):
+    # one robot, busy with w while the rest arrive: z's schedule is older than x's and y's;
+    # x has three jobs queued against y's one, so x runs until its queue is no longer than
+    # y's, and then the host that waited longer goes first
+    jobs = [FetchJob(0, 0, f"{server}/slow", "w"), FetchJob(2, 0, f"{server}/y", "y")]
+    jobs += [FetchJob(2, i, f"{server}/x{i}", "x") for i in (1, 2, 3)]
+    jobs += [FetchJob(1, 0, f"{server}/z", "z")]
+    results = fetch_all(jobs, fetch_robots=1)
+    assert [r.job.host for r in results] == ["w", "z", "x", "x", "y", "x"]
+    assert [r.job.index for r in results if r.job.host == "x"] == [1, 2, 3]
+
+
 def test_error_kinds_caps_and_redirects_are_data(server):
     jobs = [FetchJob(0, 0, f"{server}/big", "a"),
             FetchJob(0, 1, "http://127.0.0.1:9/", "b"),  # discard port: refused

@@ -39,6 +39,25 @@ def test_robots_first_then_one_job_per_host_per_schedule():
     assert len(f) == 1
 
 
+def test_unpaced_hosts_with_long_queues_get_jobs_in_proportion():
+    # 4 hosts served with 1 robot: at most 4 jobs each; a's queue (39 after its first job)
+    # is about 4x the mean (10.5), the others' below it
+    for paced, expected in ((False, {"a": 4, "b": 1, "c": 1, "d": 1}),
+                            (True, {"a": 1, "b": 1, "c": 1, "d": 1})):
+        f = frontier(fetch_robots=1, politeness_min_host_delay=1.0 if paced else 0.0)
+        f.receive([Link(f"http://a.test/{i}") for i in range(40)]
+                  + [Link(f"http://{h}.test/{i}") for h in "bcd" for i in range(2)])
+        answer(f, f.next_jobs(0, now=0.0), status=404)
+        jobs = f.next_jobs(1, now=0.0)
+        assert {h: sum(j.host == f"{h}.test:80" for j in jobs) for h in "abcd"} == expected
+        assert len({j.url for j in jobs}) == len(jobs)
+        assert [j.index for j in jobs] == list(range(len(jobs)))
+    f = frontier(fetch_robots=2)  # 4 hosts, 2 robots: at most 2 jobs each
+    f.receive([Link(f"http://{h}.test/{i}") for h in "abcd" for i in range(40 if h == "a" else 2)])
+    answer(f, f.next_jobs(0), status=404)
+    assert sum(j.host == "a.test:80" for j in f.next_jobs(1)) == 2
+
+
 def test_disallowed_urls_are_dropped_and_counted():
     f = frontier()
     f.receive([Link("http://a.test/private/x"), Link("http://a.test/ok")])

@@ -9,6 +9,10 @@ Politeness is enforced here, on the wall clock: each host's jobs wait in a FIFO 
 order), at most one of them is in transfer, and the next starts no earlier than
 ``job.delay`` seconds (more after a 429/503) after the previous one ended. A host therefore
 never has two requests in flight from this rank, and hosts are rank-local (partition.py).
+Free robots go to the hosts whose rest is over in the order of their oldest job's schedule
+(the window commits schedules in order), and among hosts of one schedule to the one with
+the most jobs queued first, so that a big site is not starved by many small ones and left
+for the crawl's tail (longest-queue-first, a makespan heuristic).
 
 Connections go only to addresses the :class:`~bspcrawl.robots.addresses.AddressPolicy`
 permits, checked on the resolved address libcurl is about to connect to.
@@ -203,7 +207,8 @@ class Fetcher:
         self._stop = threading.Event()
         # State of the robots thread alone:
         self._queues: dict[str, deque[FetchJob]] = {}  # per host, jobs in schedule order
-        self._ready: list[tuple[float, int, str]] = []  # (not before, tie, host) may start
+        self._resting: list[tuple[float, int, str]] = []  # (not before, tie, host)
+        self._ready: list[tuple[int, int, int, str]] = []  # (seq, -queued, tie, host)
         self._free_at: dict[str, float] = {}  # host -> monotonic time its next may start
         self._tie = itertools.count()
         self.beat = time.monotonic()  # the robots thread's last loop: a hung thread stops
@@ -245,7 +250,7 @@ class Fetcher:
         q = self._queues[host]
         q.popleft()
         if q:
-            heapq.heappush(self._ready, (self._free_at[host], next(self._tie), host))
+            heapq.heappush(self._resting, (self._free_at[host], next(self._tie), host))
         else:
             del self._queues[host]
         self._results.put(res)
@@ -256,10 +261,10 @@ class Fetcher:
         idle = [_Transfer(self.settings, policy) for _ in range(self.settings.fetch_robots)]
         active: dict[pycurl.Curl, _Transfer] = {}
         queues = self._queues
-        ready = self._ready
+        resting, ready = self._resting, self._ready
         while not self._stop.is_set():
             self.beat = time.monotonic()
-            block = not active and not ready
+            block = not active and not ready and not resting
             while True:
                 try:
                     job = self._inbox.get(timeout=0.05) if block else self._inbox.get_nowait()
@@ -269,11 +274,15 @@ class Fetcher:
                 q = queues.setdefault(job.host, deque())
                 q.append(job)
                 if len(q) == 1:  # the host is neither fetching nor waiting to
-                    heapq.heappush(ready, (self._free_at.get(job.host, 0.0), next(self._tie),
-                                           job.host))
+                    heapq.heappush(resting, (self._free_at.get(job.host, 0.0),
+                                             next(self._tie), job.host))
             now = time.monotonic()
-            while ready and idle and ready[0][0] <= now:
-                host = heapq.heappop(ready)[2]
+            while resting and resting[0][0] <= now:
+                host = heapq.heappop(resting)[2]
+                q = queues[host]
+                heapq.heappush(ready, (q[0].seq, -len(q), next(self._tie), host))
+            while ready and idle:
+                host = heapq.heappop(ready)[3]
                 job = queues[host][0]
                 tr = idle[-1]
                 try:
@@ -285,8 +294,8 @@ class Fetcher:
                 multi.add_handle(tr.curl)
                 active[tr.curl] = tr
             if not active:
-                if ready:
-                    time.sleep(min(0.05, max(0.0, ready[0][0] - now)))
+                if resting:
+                    time.sleep(min(0.05, max(0.0, resting[0][0] - now)))
                 continue
             while multi.perform()[0] == pycurl.E_CALL_MULTI_PERFORM:
                 pass
