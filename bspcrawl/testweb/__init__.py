@@ -20,64 +20,23 @@ Example::
         ...  # crawl web.seeds(); the fetched URLs must equal web.truth()
 """
 
-from bspcrawl.testweb.cli import (
-    add_arguments,
-    add_subcommands,
-    cmd_seeds,
-    cmd_serve,
-    cmd_truth,
-    config_argv,
-    config_from_args,
-    read_seeds,
-)
-from bspcrawl.testweb.model import (
-    ADVERSARIAL,
-    AGENT,
-    DEAD,
-    PAGE,
-    REDIRECT,
-    SPECIAL,
-    TRAPS,
-    UNRELIABLE,
-    Truth,
-    Web,
-    WebConfig,
-    host_address,
-)
-from bspcrawl.testweb.server import (
-    PortInUseError,
-    TestWebServer,
-    free_port,
-    running,
-    running_process,
-    serve_forever,
-)
+import importlib
 
-__all__ = [
-    "ADVERSARIAL",
-    "AGENT",
-    "DEAD",
-    "PAGE",
-    "REDIRECT",
-    "SPECIAL",
-    "TRAPS",
-    "UNRELIABLE",
-    "PortInUseError",
-    "TestWebServer",
-    "Truth",
-    "Web",
-    "WebConfig",
-    "add_arguments",
-    "add_subcommands",
-    "cmd_seeds",
-    "cmd_serve",
-    "cmd_truth",
-    "config_argv",
-    "config_from_args",
-    "free_port",
-    "host_address",
-    "read_seeds",
-    "running",
-    "running_process",
-    "serve_forever",
-]
+# name -> submodule; loaded on first use, so that ``bspcrawl run`` (whose argument parser
+# knows the testweb subcommands) does not import the server and its asyncio
+_EXPORTS = {name: module for module, names in {
+    "cli": ("add_arguments", "add_subcommands", "cmd_seeds", "cmd_serve", "cmd_truth",
+            "config_argv", "config_from_args", "read_seeds"),
+    "model": ("ADVERSARIAL", "AGENT", "DEAD", "PAGE", "REDIRECT", "SPECIAL", "TRAPS",
+              "UNRELIABLE", "Truth", "Web", "WebConfig", "host_address"),
+    "server": ("PortInUseError", "TestWebServer", "free_port", "running", "running_process",
+               "serve_forever"),
+}.items() for name in names}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> object:
+    """The public names of the submodules, imported when first asked for."""
+    if name not in _EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{_EXPORTS[name]}"), name)

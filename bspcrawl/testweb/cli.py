@@ -18,7 +18,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bspcrawl.testweb.model import ADVERSARIAL, Web, WebConfig
-from bspcrawl.testweb.server import serve_forever
 
 _HELP = {
     "seed": "RNG seed of the whole web",
@@ -162,6 +161,8 @@ def read_seeds(path: str | Path) -> list[str]:
 
 def cmd_serve(args: argparse.Namespace) -> int:
     """Serve the web until SIGINT/SIGTERM."""
+    from bspcrawl.testweb.server import serve_forever  # asyncio: imported only to serve
+
     web = Web(config_from_args(args))
     serve_forever(
         web,
