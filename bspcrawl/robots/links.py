@@ -50,11 +50,11 @@ issue #340, 40 KB of ``<b>``/``<i>`` take seconds), and lexbor also merges the
 attributes of every extra ``<html>``/``<body>`` with a linear search; browsers cap
 the depth (Chromium at 512), lexbor does not. Measured unguarded: 850 KB of
 ``<div></span>`` 12 s, 40 KB of #340 7 s. So every "<" of a page is looked at
-first (numpy, about a fifth of the parse's cost; the same look counts the "<" that
-may start each name the walk takes), and unless the page has at most ``_QUICK_TAGS``
-"<" and at most ``_QUICK_STYLES`` that may start a formatting element (then its
-worst case is a few ms), its tags are scanned (15-30% more): per tag name, start
-tags minus end tags, never below zero (void
+first (numpy, about a fifth of the parse's cost; the same look counts the "<"
+followed by the first four letters of each name the walk takes), and unless the page
+has at most ``_QUICK_TAGS`` "<" and at most ``_QUICK_STYLES`` that may start a
+formatting element (then its worst case is a few ms), its tags are scanned (15-30%
+more): per tag name, start tags minus end tags, never below zero (void
 elements, elements that close their own kind such as ``<p>`` or ``<li>``,
 raw-text elements and ``<a>`` do not count), summed over the names, bounds the
 depth. The start tags that take that bound past ``MAX_DEPTH`` (or the formatting
@@ -373,27 +373,42 @@ _NAMES = (  # the elements but <a> the walk takes (see _Walk)
     "area", "link", "base", "frame", "iframe", "meta", "title", "noframes", "noembed",
     "template", "script", "style",
 )
-_PREFIXES = tuple(dict.fromkeys(name[:2] for name in _NAMES))
-_STYLE = 0x80  # (the bits below: 1 + the index of a prefix)
+_LOWER4 = np.uint32(0x20202020)
 
 
-def _starts() -> np.ndarray:
-    """What the 2 bytes after a "<" may start: 1 + the index of their ``_PREFIXES``, ORed
-    with ``_STYLE`` for a formatting element."""
-    table = np.zeros(1 << 16, dtype=np.uint8)  # by the 2 bytes ORed with 0x2020 first
-    for k, letters in enumerate(_PREFIXES, 1):
-        table[int.from_bytes(letters.encode(), "little") | 0x2020] = k
+def _styles() -> np.ndarray:
+    """Whether the 2 bytes after a "<" (ORed with 0x2020) may start a formatting element."""
+    table = np.zeros(1 << 16, dtype=bool)
     for name in _FORMATTING_NAMES.split():
         if len(name) > 1:
-            table[int.from_bytes(name[:2], "little") | 0x2020] |= _STYLE
+            table[int.from_bytes(name[:2], "little") | 0x2020] = True
         else:  # b, i, s, u: then a byte that ends a name
             for stop in b"\t\n\x0c\r />":
-                table[int.from_bytes(name + bytes([stop]), "little") | 0x2020] |= _STYLE
-    return table[np.arange(1 << 16) | 0x2020]  # ASCII letters in either case
+                table[int.from_bytes(name + bytes([stop]), "little") | 0x2020] = True
+    return table
 
 
-_STARTS = _starts()
-_NAME_PREFIX = [1 + _PREFIXES.index(name[:2]) for name in _NAMES]
+_STYLES = _styles()
+_NAME_HASH = np.uint32(0xC50A52E9)  # (found by trying: puts _NAMES in distinct buckets)
+
+
+def _name_buckets() -> tuple[np.ndarray, list[int]]:
+    """A hash set of the keys of ``_NAMES`` (their first 4 letters, little-endian; a bucket
+    is the top 4 bits of key * ``_NAME_HASH``): the key in each of the 16 buckets (0 for
+    none), and the bucket of each name."""
+    table = np.zeros(16, dtype=np.uint32)
+    buckets: list[int] = []
+    for name in _NAMES:
+        key = int.from_bytes(name[:4].encode(), "little")
+        bucket = (key * int(_NAME_HASH)) % 2**32 >> 28
+        if table[bucket]:
+            raise RuntimeError(f"tag name bucket collision: {name}")
+        table[bucket] = key
+        buckets.append(bucket)
+    return table, buckets
+
+
+_NAME_KEYS, _NAME_BUCKET = _name_buckets()
 _NO_NAMES = (0,) * len(_NAMES)
 _FRAME_SRC = re.compile(  # (for the frames an HTML5 tree builder drops)
     rb"""<frame[\t\n\x0c\r /][^>]*?(?<=[\t\n\x0c\r /"'])src\s*=\s*"""
@@ -454,18 +469,22 @@ def _open_after(
 
 def _defused(data: bytes) -> tuple[bytes, tuple[int, ...]]:
     """*data* safe to parse (see the module doc), and for each of ``_NAMES`` how many "<"
-    are followed by its first two letters (in either case): it has no more such elements."""
-    n = len(data) - 2
+    are followed by its first four letters (in either case): it has no more such elements."""
+    n = len(data) - 4  # (a "<" in the last 4 bytes starts none of those names)
     if n <= 0:
         return data, _NO_NAMES
-    lt = np.flatnonzero(np.frombuffer(data, np.uint8, n) == 60)
-    starts = _STARTS[np.ndarray((n,), "<u2", data, 1, (1,))[lt]]
-    count = np.bincount(starts & (_STYLE - 1), minlength=len(_PREFIXES) + 1).tolist()
-    names = tuple(count[k] for k in _NAME_PREFIX)
-    quick = int(lt.searchsorted(len(data) - 9))  # (no tag in the last 9 bytes matters)
-    if quick <= _QUICK_TAGS and np.count_nonzero(starts[:quick] >= _STYLE) <= _QUICK_STYLES:
+    at = np.frombuffer(data, np.uint8, n) == 60
+    key = np.ndarray((n,), "<u4", data, 1, (1,))[at]  # the 4 bytes after each "<"
+    key |= _LOWER4
+    bucket = (key * _NAME_HASH) >> np.uint32(28)
+    count = np.bincount(bucket[_NAME_KEYS.take(bucket) == key], minlength=16).tolist()
+    names = tuple(count[k] for k in _NAME_BUCKET)
+    # the "<" before the last 9 bytes (no tag there matters)
+    quick = len(key) - data.count(b"<", max(len(data) - 9, 0), n)
+    if (quick <= _QUICK_TAGS
+            and np.count_nonzero(_STYLES.take(key[:quick] & 0xFFFF)) <= _QUICK_STYLES):
         return data, names
-    lt, key, end = _tags(data, lt[:quick])
+    lt, key, end = _tags(data, np.flatnonzero(at)[:quick])
     rename = []
     # each <html> or <body> after the first adds its attributes to the first one's, a
     # quadratic search in lexbor: past 16, only the first stays
@@ -578,22 +597,34 @@ class _Walk:
         """Walk *tree* (no ``<template>``, no ``<noframes>``) for the elements *counts*
         names, then for its ``<a>``. The elements of a name are those of the ``<head>``
         if it holds as many as *counts* gives (the page has no more), else ``tags``
-        finds them. Each element that gives a link gets an ``<a>`` of it (no text)
-        inserted before it, so that the ``<a>`` give all links in document order."""
-        head: dict[int, list[LexborNode]] = {}
+        finds them. If the ``<head>`` holds them all, their links come first, in the
+        order of the ``<head>`` (which has no ``<a>``). Else each element that gives a
+        link gets an ``<a>`` of it (no text) inserted before it, so that the ``<a>``
+        give all links in document order."""
+        head: dict[int, list[LexborNode]] = {_TAG_IDS[name]: [] for name in counts}
+        in_head: list[LexborNode] = []
         head_el = tree.head
         for el in head_el.traverse() if head_el is not None else ():
-            head.setdefault(el.tag_id, []).append(el)
-        for name, count in counts.items():
-            nodes = head.get(_TAG_IDS[name], [])
-            if len(nodes) != count:
-                nodes = tree.tags(name)
-            for el in nodes:
+            nodes = head.get(el.tag_id)
+            if nodes is not None:
+                nodes.append(el)
+                in_head.append(el)
+        if all(len(head[_TAG_IDS[name]]) == count for name, count in counts.items()):
+            for el in in_head:
                 href = self._other(el, el.tag_id, False)
                 if href is not None:
-                    marker = tree.create_node("a")
-                    marker.attrs["href"] = href
-                    el.insert_before(marker, move=True)
+                    self.hrefs[href] = None
+        else:
+            for name, count in counts.items():
+                nodes = head[_TAG_IDS[name]]
+                if len(nodes) != count:
+                    nodes = tree.tags(name)
+                for el in nodes:
+                    href = self._other(el, el.tag_id, False)
+                    if href is not None:
+                        marker = tree.create_node("a")
+                        marker.attrs["href"] = href
+                        el.insert_before(marker, move=True)
         hrefs = self.hrefs
         for el in tree.tags("a"):
             try:
