@@ -6,7 +6,7 @@ import h5py
 import numpy as np
 
 from bspcrawl.index.output import join
-from bspcrawl.index.store import PAGE_FIELDS, STATS_DTYPE, RankStore, split_rank_file
+from bspcrawl.index.store import PAGE_FIELDS, STATS_DTYPE, RankStore, by_term, split_rank_file
 from bspcrawl.index.terms import count_terms
 from bspcrawl.robots.fetcher import FetchJob, FetchResult
 
@@ -118,3 +118,17 @@ def test_a_joined_rank_file_splits_back_into_a_segment(tmp_path):
     with h5py.File(tmp_path / "rank-0000.h5") as f:
         for name, values in before.items():
             assert np.array_equal(f[name][:], values), name
+
+
+def test_postings_are_ordered_by_term_number_then_doc():
+    rng = random.Random(5)
+    for _ in range(300):
+        term_hashes = np.array(rng.sample(range(-10**6, 10**6), rng.randint(1, 30)))
+        hashes = np.array([rng.choice(term_hashes.tolist()) for _ in range(rng.randint(0, 200))],
+                          dtype=np.int64)
+        order, offsets = by_term(hashes, term_hashes)
+        number = {h: t for t, h in enumerate(term_hashes.tolist())}
+        expected = sorted(range(len(hashes)), key=lambda i: (number[int(hashes[i])], i))
+        assert order.tolist() == expected
+        counts = [int((hashes == h).sum()) for h in term_hashes]
+        assert offsets.tolist() == np.concatenate(([0], np.cumsum(counts))).tolist()

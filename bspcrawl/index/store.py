@@ -244,10 +244,12 @@ class RankStore:
                 pages.create_dataset(name, data=np.asarray(self.buffer[name], dtype=dtype))
             f["links/counts"] = np.asarray(self.link_counts, dtype=np.int32)
             f["links/targets"] = np.asarray(self.link_buffer, dtype=np.int64)
-            f["postings/term"] = np.concatenate(self.batch_terms or [np.zeros(0, np.int64)])
+            terms = np.concatenate(self.batch_terms or [np.zeros(0, np.int64)])
+            by_term = np.argsort(terms, kind="stable")  # by term hash, then doc: the join
+            f["postings/term"] = terms[by_term]  # merges the segments' sorted runs
             f["postings/doc"] = np.repeat(np.asarray(self.batch_docs, dtype=np.int32),
-                                          self.batch_lens)
-            f["postings/tf"] = np.concatenate(self.batch_tfs or [np.zeros(0, np.int32)])
+                                          self.batch_lens)[by_term]
+            f["postings/tf"] = np.concatenate(self.batch_tfs or [np.zeros(0, np.int32)])[by_term]
             f.create_dataset("vocab", data=np.array(list(self.new_terms.values()),
                                                     dtype=object), dtype=VOCAB)
             f["vocab_hash"] = np.fromiter(self.new_terms, np.int64, len(self.new_terms))
@@ -284,6 +286,30 @@ class RankStore:
         return join_segments(self.out, self.rank, self.ranks, self.settings, complete)
 
 
+def by_term(hashes: np.ndarray, term_hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The order of postings (their term ``hashes``, docs increasing) by term number (the
+    index of the hash in ``term_hashes``), then doc; and each term's offset in that order.
+
+    Sorted by hash first (a stable sort: the segments come sorted, so it merges their
+    runs), then the blocks of one hash laid out in term order.
+    """
+    order = np.argsort(hashes, kind="stable")
+    offsets = np.zeros(len(term_hashes) + 1, dtype=np.int64)
+    if not len(order):
+        return order, offsets
+    h = hashes[order]
+    starts = np.flatnonzero(np.concatenate(([True], h[1:] != h[:-1])))
+    lens = np.diff(np.append(starts, len(h)))
+    by_hash = np.argsort(term_hashes)
+    term = by_hash[np.searchsorted(term_hashes[by_hash], h[starts])]  # each block's term
+    counts = np.zeros(len(term_hashes), dtype=np.int64)
+    counts[term] = lens
+    np.cumsum(counts, out=offsets[1:])
+    blocks = np.argsort(term)
+    shift = np.repeat(starts[blocks] - offsets[term[blocks]], lens[blocks])
+    return order[shift + np.arange(len(h))], offsets
+
+
 def join_segments(out: Path, rank: int, ranks: int, settings: dict, complete: bool) -> Path:
     """Join a rank's segments into ``DIR/rank-NNNN.h5`` (CSR links and index) and remove
     them; returns the file's path."""
@@ -308,12 +334,7 @@ def join_segments(out: Path, rank: int, ranks: int, settings: dict, complete: bo
         for p in parts:
             p.close()
     order_terms = sorted(range(len(vocab)), key=vocab.__getitem__)  # bytes order
-    term_hashes = vocab_hash[order_terms]  # term number (in bytes order) -> its hash
-    by_hash = np.argsort(term_hashes)
-    keys = by_hash[np.searchsorted(term_hashes[by_hash], hashes)]  # posting -> term number
-    order = np.argsort(keys, kind="stable")  # by term, then doc (docs were increasing)
-    offsets = np.zeros(len(vocab) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(keys, minlength=len(vocab)), out=offsets[1:])
+    order, offsets = by_term(hashes, vocab_hash[order_terms])
 
     def fill(f: h5py.File) -> None:
         f.attrs.update(format=FORMAT, version=__version__, rank=rank, ranks=ranks,
