@@ -11,7 +11,7 @@ one FIFO per host:
 - hosts that can take a job are served round-robin, one URL each, before the CBT's top R;
   a schedule holds at most R jobs; unpaced hosts with long queues then get more jobs in
   proportion to their queue (:meth:`Frontier._share`), so big sites keep pace;
-- an *unpaced* host (no delay rule, see robots/politeness.py) may have one job in each
+- an *unpaced* host (no delay rule, see robots/politeness.py) may have jobs in each
   outstanding schedule: the fetcher runs them one at a time, in order. A *paced* host has
   one job at a time and rests after it (delay, k x response time, Retry-After) before the
   next is scheduled, so the window never waits for politeness;
