@@ -206,9 +206,11 @@ class Frontier:
         schedule stays reproducible.
         """
         cap = len(served) // self.settings.fetch_robots
+        if cap < 2:
+            return
         queued = [len(self.hosts[key].pending) for key in served]
-        mean = sum(queued) / len(served) if served else 0.0
-        if cap < 2 or not mean:
+        mean = sum(queued) / len(served)
+        if not mean:
             return
         for key, n in zip(served, queued, strict=True):
             host = self.hosts[key]
