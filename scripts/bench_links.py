@@ -15,6 +15,9 @@ load hit every figure alike:
 * full job: ``parse_html`` (links, text, title, meta robots) with a warm LinkCache
   (a long crawl of a site is mostly warm), and with a cold one;
 * links only: the same without the index text (parse, link elements, resolution);
+* link extraction: the links as in the markup, before resolution (the figure of
+  Dominos' flex parser and of lxml's ``//a/@href`` in issue 4): markup scan, parse,
+  the link elements' hrefs;
 * parse + free: the parser alone;
 * markup scan: lexbor only, the scan for hostile nesting before each parse;
 * term counting of the pages' text (``bspcrawl.index.terms``), parser-independent, and
@@ -171,8 +174,9 @@ def _lxml_tree(body: bytes, charset: str | None) -> etree._Element | None:
         return None
 
 
-def _lxml_links(root: etree._Element, url: str, links: LinkCache) -> tuple:
-    """(links, title, noindex, nofollow) from an lxml tree, as parse_html did."""
+def _lxml_hrefs(root: etree._Element) -> tuple[list[str], str | None, str | None, list[str]]:
+    """(hrefs, <base href>, title, meta robots contents) of an lxml tree, as parse_html
+    found them; hrefs as in the markup, their "#fragment" cut off."""
     hrefs: list[str] = []
     add = hrefs.append
     base_href = title = None
@@ -211,6 +215,12 @@ def _lxml_links(root: etree._Element, url: str, links: LinkCache) -> tuple:
             continue
         if href is not None:
             add(href.partition("#")[0] if "#" in href else href)
+    return hrefs, base_href, title, robots
+
+
+def _lxml_links(root: etree._Element, url: str, links: LinkCache) -> tuple:
+    """(links, title, noindex, nofollow) from an lxml tree, as parse_html did."""
+    hrefs, base_href, title, robots = _lxml_hrefs(root)
     directives = set(",".join(robots).lower().replace(",", " ").split())
     noindex = bool(directives & {"noindex", "none"})
     nofollow = bool(directives & {"nofollow", "none"})
@@ -243,6 +253,19 @@ def lxml_parse_html(body: bytes, url: str, links: LinkCache, *, charset=None) ->
 def lxml_links_only(body: bytes, url: str, links: LinkCache) -> list[str]:
     root = _lxml_tree(body, None)
     return [] if root is None else _lxml_links(root, url, links)[0]
+
+
+def lxml_hrefs(body: bytes) -> list[str]:
+    """Link extraction alone with lxml: parse, then the link elements' hrefs."""
+    root = _lxml_tree(body, None)
+    return [] if root is None else _lxml_hrefs(root)[0]
+
+
+def lexbor_hrefs(body: bytes) -> dict[str, None]:
+    """Link extraction alone as parse_html does it: the markup scan, the parse, then the
+    link elements' hrefs (unique, as in the markup)."""
+    data, counts = lexbor_links._defused(lexbor_links._utf8(body, None))
+    return lexbor_links._find(data, counts)[1].hrefs
 
 
 def lexbor_links_only(body: bytes, url: str, links: LinkCache) -> list[str]:
@@ -311,6 +334,8 @@ def figures_for(pages: list[tuple[bytes, str]], repeat: int) -> tuple[dict, dict
         ("full job, warm cache", "lexbor"): full(parse_html, lambda: warm["lexbor"]),
         ("full job, cold cache", "lxml"): cold(lxml_parse_html),
         ("full job, cold cache", "lexbor"): cold(parse_html),
+        ("link extraction", "lxml"): lambda: [lxml_hrefs(b) for b, _ in pages] and None,
+        ("link extraction", "lexbor"): lambda: [lexbor_hrefs(b) for b, _ in pages] and None,
         ("links only, warm cache", "lxml"): full(lxml_links_only, lambda: warm["lxml"]),
         ("links only, warm cache", "lexbor"): full(lexbor_links_only, lambda: warm["lexbor"]),
         ("parse + free", "lxml"): lambda: [etree.fromstring(b, lxml_html_parser)
