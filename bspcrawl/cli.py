@@ -311,19 +311,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"bspcrawl {__version__}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
-    run = sub.add_parser("run", help="crawl from seeds (under mpiexec -n P, or alone)",
-                         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    run = sub.add_parser("run", help="crawl from seeds (under mpiexec -n P, or alone)")
     settings_mod.add_arguments(run)
     run.add_argument("--progress", choices=("auto", "bar", "log", "none"), default="auto",
-                     help="progress display (auto: a live line on a terminal, else log lines)")
+                     help="progress display (auto: a live line on a terminal, else log "
+                     "lines) (default: auto)")
     run.set_defaults(func=cmd_run)
 
     res = sub.add_parser("resume", help="continue a crawl from its last complete checkpoint",
-                         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                         description="Continue a crawl from its last complete checkpoint, on "
+                         "any number of ranks. It keeps its stored settings; the options "
+                         "given override them (the defaults shown are bspcrawl's own).")
     res.add_argument("dir", help="the crawl's output directory")
     settings_mod.add_arguments(res)
     res.add_argument("--progress", choices=("auto", "bar", "log", "none"), default="auto",
-                     help="progress display")
+                     help="progress display (default: auto)")
     res.set_defaults(func=cmd_resume)
 
     stop = sub.add_parser("stop", help="stop a running crawl at its next superstep")

@@ -92,3 +92,11 @@ def test_an_earlier_crawl_is_never_overwritten_without_overwrite(tmp_path):
         assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
         assert crawl(2, web.seeds(), out, "--overwrite").returncode == 0
     assert (out / "rank-0001.h5").exists()
+
+
+@pytest.mark.parametrize("command", ["run", "resume"])
+def test_help_gives_each_default_once(command):
+    text = " ".join(bspcrawl(command, "--help").stdout.split())
+    assert "(default: None)" not in text and "(default: '')" not in text
+    assert text.count("(default: 8)") == 1  # --robots
+    assert text.count("(default: auto)") == 1  # --progress
