@@ -247,12 +247,12 @@ class Fetcher:
 
     def close(self, wait: float = 10.0) -> None:
         """Stop the thread (waiting up to ``wait`` s); transfers still running are
-        abandoned, and so is a hung thread (it is a daemon)."""
+        abandoned, and so is a hung thread (it is a daemon: should it come round its loop,
+        it sees the stop, ends and closes its end of the socket pair)."""
         self._stop.set()
         self._wake()
         self._thread.join(timeout=wait)
-        if not self._thread.is_alive():
-            self._wake_w.close()
+        self._wake_w.close()
 
     def healthy(self, stall: float) -> bool:
         """False once the robots thread has ended (died of a bug) or has not come round
