@@ -118,7 +118,7 @@ def warc_date(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def payload_digest(*parts: bytes) -> str:
+def warc_digest(*parts: bytes) -> str:
     """The WARC digest of the concatenated *parts*: ``sha1:`` and base32, as warcio writes
     it (``base64.b32encode`` is pure Python, ~13 µs a digest; this takes ~2)."""
     sha1 = hashlib.sha1()
@@ -241,22 +241,22 @@ class WarcWriter:
                        ("WARC-Refers-To-Target-URI", url),
                        ("WARC-Refers-To-Date", warc_date(original.time))]
             if result.status != 304:
-                fields.append(("WARC-Payload-Digest", payload_digest(body)))
+                fields.append(("WARC-Payload-Digest", warc_digest(body)))
             fields += [("WARC-Type", "revisit"), ("WARC-Target-URI", url),
-                       ("WARC-Block-Digest", payload_digest(http)), ("Content-Type", _RESPONSE)]
+                       ("WARC-Block-Digest", warc_digest(http)), ("Content-Type", _RESPONSE)]
             block = (http,)
         else:
             fields += [("WARC-Type", "response"), ("WARC-Target-URI", url),
-                       ("WARC-Payload-Digest", payload_digest(body)),
-                       ("WARC-Block-Digest", payload_digest(http, body)),
+                       ("WARC-Payload-Digest", warc_digest(body)),
+                       ("WARC-Block-Digest", warc_digest(http, body)),
                        ("Content-Type", _RESPONSE)]
             block = (http, body)
         request = http_request_headers(url, request_headers).to_ascii_bytes()
         members = [self._member(record_bytes(fields, *block)), self._member(record_bytes(
             [("WARC-Date", date), ("WARC-Record-ID", self._record_id()),
              ("WARC-Concurrent-To", record_id), ("WARC-Type", "request"),
-             ("WARC-Target-URI", url), ("WARC-Payload-Digest", payload_digest()),
-             ("WARC-Block-Digest", payload_digest(request)), ("Content-Type", _REQUEST)],
+             ("WARC-Target-URI", url), ("WARC-Payload-Digest", warc_digest()),
+             ("WARC-Block-Digest", warc_digest(request)), ("Content-Type", _REQUEST)],
             request))]
         start = self._size
         self._write(b"".join(members))
@@ -305,7 +305,7 @@ class WarcWriter:
         self._write(self._member(record_bytes([
             ("WARC-Type", "warcinfo"), ("WARC-Record-ID", self._record_id()),
             ("WARC-Filename", name), ("WARC-Date", warc_date(time.time())),
-            ("WARC-Block-Digest", payload_digest(info)),
+            ("WARC-Block-Digest", warc_digest(info)),
             ("Content-Type", "application/warc-fields")], info)))
 
     def _finish(self) -> None:
