@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import difflib
 import re
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -186,6 +188,17 @@ def from_args(args: argparse.Namespace, base: dict[str, Any] | None = None) -> S
     return Settings(**values).validate()
 
 
+def _hint(key: str, names: Iterable[str]) -> str:
+    """What an unknown config *key* may have meant: the key of the option it names
+    ("robots", "--min-host-delay"), else the closest key."""
+    by_flag = {_flag(name)[2:]: name for name in names}
+    name = by_flag.get(key.lstrip("-").replace("_", "-"))
+    if name is not None:
+        return f" (option --{key.lstrip('-').replace('_', '-')} is {name!r} in a config)"
+    close = difflib.get_close_matches(key, list(by_flag.values()), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def load_toml(path: Path) -> dict[str, Any]:
     """Read settings from a TOML file; unknown keys and wrong types are errors."""
     try:
@@ -197,7 +210,7 @@ def load_toml(path: Path) -> dict[str, Any]:
     types = {f.name: f.type for f in fields(Settings)}
     for key, value in data.items():
         if key not in types:
-            raise SettingsError(f"config {path}: unknown setting {key!r}")
+            raise SettingsError(f"config {path}: unknown setting {key!r}{_hint(key, types)}")
         want = {"int": int, "float": (int, float), "bool": bool, "str": str,
                 "list[str]": list}[str(types[key])]
         if types[key] == "list[str]" and isinstance(value, list):

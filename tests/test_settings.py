@@ -33,9 +33,13 @@ def test_bad_values_are_rejected(argv):
         parse(argv)
 
 
-@pytest.mark.parametrize("text,match", [("nope = 1\n", "unknown setting"),
-                                        ("fetch_robots = 'x'\n", "wrong type"),
-                                        ("fetch_robots = \n", "not valid TOML")])
+@pytest.mark.parametrize("text,match", [
+    ("nope = 1\n", "unknown setting 'nope'$"),
+    ("robots = 8\n", r"unknown setting 'robots' \(option --robots is 'fetch_robots' in a"),
+    ("min_host_delay = 1\n", "--min-host-delay is 'politeness_min_host_delay'"),
+    ("fetch_robot = 8\n", r"did you mean 'fetch_robots'\?"),
+    ("fetch_robots = 'x'\n", "wrong type"),
+    ("fetch_robots = \n", "not valid TOML")])
 def test_bad_toml_is_rejected(tmp_path, text, match):
     cfg = tmp_path / "c.toml"
     cfg.write_text(text)
