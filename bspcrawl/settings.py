@@ -161,7 +161,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for f in fields(Settings):
         unit = f" [{f.metadata['unit']}]" if f.metadata["unit"] else ""
         default = [] if f.type == "list[str]" else f.default  # a list field has a factory
-        shown = f" (default: {default!r})" if default not in ("", [], False) else ""
+        shown = "" if default in ("", []) or default is False else f" (default: {default!r})"
         help_ = f"{f.metadata['doc']}{unit}{shown}"
         if f.type == "list[str]":
             parser.add_argument(_flag(f.name), dest=f.name, action="append", default=None,

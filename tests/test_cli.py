@@ -100,3 +100,4 @@ def test_help_gives_each_default_once(command):
     assert "(default: None)" not in text and "(default: '')" not in text
     assert text.count("(default: 8)") == 1  # --robots
     assert text.count("(default: auto)") == 1  # --progress
+    assert "no limit) (default: 0)" in text  # --max-pages: a zero is shown
