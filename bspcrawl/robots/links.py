@@ -235,8 +235,12 @@ class LinkCache:
                     queries = buckets.setdefault("?", {})
                     query = queries.get(cut)
                     if query is None:
-                        query = queries[cut] = resolve(cut, base)[len(path) :]
+                        url = resolve(cut, base)
                         self.resolved += 1
+                        if url is None:  # text no URL can hold (a lone surrogate)
+                            urls.append(_UNRESOLVABLE)
+                            continue
+                        query = queries[cut] = url[len(path) :]
                         self._size += 1
                     urls.append(path + query)
                     continue
