@@ -1,5 +1,7 @@
 """The robots: libcurl transfers, per-host order and delay, error kinds, caps, protocols."""
 
+import contextlib
+import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -104,6 +106,50 @@ def test_error_kinds_caps_and_redirects_are_data(server):
     assert got[2].error in ("protocol", "invalid_url") and got[2].body == b""
     assert got[3].status == 301 and got[3].location == "/target"  # not followed
     assert got[4].error
+
+
+MALFORMED = {  # raw replies of a broken or hostile server, and the error kind each gives
+    "/http09": (b"no status line\r\n\r\n", "protocol"),
+    "/two-lengths": (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 5\r\n\r\nok",
+                     "bad_reply"),
+    "/huge-header": (b"HTTP/1.1 200 OK\r\nX-A: " + b"a" * 400_000 + b"\r\n\r\n",
+                     "headers_too_large"),
+    "/bad-chunk": (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nZZZ\r\n", "recv"),
+    "/bad-gzip": (b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nnope",
+                  "encoding"),
+    "/short": (b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nshort", "partial"),
+    "/nothing": (b"", "empty_reply"),
+}
+
+
+@pytest.fixture(scope="module")
+def raw_server():
+    """A server that answers each path of ``MALFORMED`` with its raw bytes, then closes."""
+    srv = socket.create_server(("127.0.0.1", 0))
+
+    def handle(conn: socket.socket) -> None:
+        with conn:
+            request = b""
+            while b"\r\n\r\n" not in request and (data := conn.recv(4096)):
+                request += data
+            conn.sendall(MALFORMED[request.split(b" ")[1].decode()][0])
+
+    def serve() -> None:
+        with contextlib.suppress(OSError):
+            while True:
+                threading.Thread(target=handle, args=(srv.accept()[0],), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.getsockname()[1]}"
+    srv.close()
+
+
+def test_malformed_replies_are_errors_of_their_kind(raw_server):
+    jobs = [FetchJob(0, i, raw_server + path, "h") for i, path in enumerate(MALFORMED)]
+    got = {r.job.index: r for r in fetch_all(jobs)}
+    assert {path: (got[i].error, got[i].status, got[i].body)
+            for i, path in enumerate(MALFORMED)} == {
+        path: (kind, 0, b"") for path, (_, kind) in MALFORMED.items()}
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:{port}/", "http://localhost:{port}/",

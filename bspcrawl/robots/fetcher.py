@@ -64,6 +64,9 @@ _ERRORS = {
     pycurl.E_UNSUPPORTED_PROTOCOL: "protocol",
     pycurl.E_BAD_CONTENT_ENCODING: "encoding",
     pycurl.E_PARTIAL_FILE: "partial",
+    pycurl.E_FTP_WEIRD_SERVER_REPLY: "bad_reply",  # CURLE_WEIRD_SERVER_REPLY (old name):
+    # a malformed status line or header, two different Content-Lengths, ...
+    100: "headers_too_large",  # CURLE_TOO_LARGE (libcurl 8.6): past libcurl's header limits
 }
 
 
