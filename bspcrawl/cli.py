@@ -211,11 +211,19 @@ def cmd_stop(args: argparse.Namespace) -> None:
 
 def cmd_inspect(args: argparse.Namespace) -> None:
     """``bspcrawl inspect DIR``: summary (or --json, or --urls) of a finished crawl."""
-    from bspcrawl.index.inspect import summary, urls
-
-    out = Path(args.dir)
     if args.at is not None and not (args.history or args.body):
         raise UsageError("--at goes with --history URL or --body URL")
+    try:
+        _inspect(args, Path(args.dir))
+    except BrokenPipeError:
+        raise
+    except (OSError, KeyError) as e:  # a damaged file (truncated, edited): h5py's errors
+        raise OutputError(f"cannot read the crawl in {args.dir}: {e}") from None
+
+
+def _inspect(args: argparse.Namespace, out: Path) -> None:
+    from bspcrawl.index.inspect import summary, urls
+
     if args.history or args.body:
         _inspect_versions(out, args.history or args.body, args.at, bool(args.body))
         return
@@ -368,6 +376,9 @@ def main(argv: list[str] | None = None) -> None:
         fail(str(e))
     except KeyboardInterrupt:
         fail("interrupted")
+    except BrokenPipeError:  # the reader of our output went away (| head): stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
 
 
 if __name__ == "__main__":

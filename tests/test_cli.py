@@ -81,6 +81,24 @@ def test_inspect_of_a_directory_that_is_not_a_crawl(tmp_path):
     assert_one_line_error(bspcrawl("inspect", str(tmp_path)), "not a readable HDF5")
 
 
+def test_inspect_of_a_damaged_crawl_and_of_a_closed_pipe(tmp_path):
+    out = tmp_path / "out"
+    with serve(pages=200, hosts=4) as web:
+        assert crawl(1, web.seeds(), out).returncode == 0
+    # a reader that went away (| head) ends the listing without a traceback (the pipe is
+    # closed before the listing starts: its first write fails)
+    listing = subprocess.Popen([PY, "-m", "bspcrawl", "inspect", str(out), "--urls"],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    listing.stdout.close()
+    assert listing.wait(timeout=60) == 1 and listing.stderr.read() == b""
+    rank_file = out / "rank-0000.h5"
+    with rank_file.open("r+b") as f:  # a rank file cut short (a full disk, a copy stopped)
+        f.truncate(rank_file.stat().st_size // 2)
+    for extra in ((), ("--json",), ("--urls",)):
+        res = bspcrawl("inspect", str(out), *extra)
+        assert_one_line_error(res, f"cannot read the crawl in {out}")
+
+
 @pytest.mark.slow
 def test_an_earlier_crawl_is_never_overwritten_without_overwrite(tmp_path):
     out = tmp_path / "out"
