@@ -107,10 +107,17 @@ def _previous(previous: Path, out: Path, seeds: list[str]) -> tuple[str, list[st
         raise UsageError(f"--recrawl {previous}: recrawl into a new --out, not into the "
                          "previous crawl")
     with open_crawl(previous) as f:
-        ranks = [f"ranks/{r:04d}" for r in range(int(f.attrs["ranks"]))]
-        if not all(name in f and "history" in f[name] for name in ranks):
-            raise UsageError(f"--recrawl {previous}: that crawl kept no history "
-                             "(bspcrawl before 0.2); crawl it afresh")
+        try:
+            ranks = [f[f"ranks/{r:04d}"] for r in range(int(f.attrs["ranks"]))]
+            if not all("history" in g for g in ranks):
+                raise UsageError(f"--recrawl {previous}: that crawl kept no history "
+                                 "(bspcrawl before 0.2); crawl it afresh")
+            for g in ranks:  # what every rank will carry, read once here
+                for name in ("history", "validators"):
+                    for column in g[name].values() if name in g else ():
+                        column[()]
+        except (OSError, KeyError) as e:  # a damaged file (truncated, edited)
+            raise UsageError(f"--recrawl {previous}: cannot read that crawl: {e}") from None
         return str(previous.resolve()), seeds or str(f.attrs["seeds"]).split()
 
 

@@ -146,6 +146,15 @@ def test_no_warc_keeps_history_without_bodies(tmp_path):
     assert len(history_times(tmp_path / "again", url)) == 2
     failed = inspect(tmp_path / "plain", "--body", url)
     assert failed.returncode == 2 and b"no body was kept" in failed.stderr
+    rank_file = tmp_path / "plain" / "rank-0000.h5"  # cut short: a full disk, a copy stopped
+    with rank_file.open("r+b") as f:
+        f.truncate(rank_file.stat().st_size // 2)
+    damaged = subprocess.run(
+        [PY, "-m", "bspcrawl", "run", "--recrawl", str(tmp_path / "plain"), "--out",
+         str(tmp_path / "after"), "--allow-net", "127.0.0.0/8", "--progress", "none"],
+        capture_output=True, text=True, timeout=120)
+    assert damaged.returncode == 2 and damaged.stderr.count("\n") == 1, damaged.stderr
+    assert "cannot read that crawl" in damaged.stderr and not (tmp_path / "after").exists()
 
 
 def test_bad_recrawl_and_inspect_input_is_one_line(tmp_path):
