@@ -56,7 +56,7 @@ import socket
 import time
 import uuid
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from http import HTTPStatus
@@ -129,12 +129,18 @@ def warc_digest(*parts: bytes) -> str:
                               for shift in range(150, -1, -10)])
 
 
+_NO_PAYLOAD = warc_digest()  # a request record's: a GET has no body
+
+
+def field_lines(fields: Iterable[tuple[str, str]]) -> str:
+    """``name: value`` lines, each ended by CRLF (WARC headers, warcinfo's fields)."""
+    return "".join([f"{name}: {value}\r\n" for name, value in fields])
+
+
 def record_bytes(fields: Sequence[tuple[str, str]], *block: bytes) -> bytes:
     """One WARC/1.1 record: the header *fields*, Content-Length, then *block* (its parts)."""
-    head = "".join([f"{name}: {value}\r\n" for name, value in fields])
-    length = sum(map(len, block))
-    return b"".join([f"WARC/1.1\r\n{head}Content-Length: {length}\r\n\r\n".encode(),
-                     *block, b"\r\n\r\n"])
+    head = f"WARC/1.1\r\n{field_lines(fields)}Content-Length: {sum(map(len, block))}\r\n\r\n"
+    return b"".join([head.encode(), *block, b"\r\n\r\n"])
 
 
 def http_response_headers(status: int, headers: Mapping[str, str],
@@ -255,7 +261,7 @@ class WarcWriter:
         members = [self._member(record_bytes(fields, *block)), self._member(record_bytes(
             [("WARC-Date", date), ("WARC-Record-ID", self._record_id()),
              ("WARC-Concurrent-To", record_id), ("WARC-Type", "request"),
-             ("WARC-Target-URI", url), ("WARC-Payload-Digest", warc_digest()),
+             ("WARC-Target-URI", url), ("WARC-Payload-Digest", _NO_PAYLOAD),
              ("WARC-Block-Digest", warc_digest(request)), ("Content-Type", _REQUEST)],
             request))]
         start = self._size
@@ -301,7 +307,7 @@ class WarcWriter:
         self._fd = os.open(self.folder / (name + OPEN), os.O_WRONLY | os.O_CREAT | os.O_EXCL,
                            0o644)
         self._size = 0
-        info = "".join([f"{key}: {value}\r\n" for key, value in self.info.items()]).encode()
+        info = field_lines(self.info.items()).encode()
         self._write(self._member(record_bytes([
             ("WARC-Type", "warcinfo"), ("WARC-Record-ID", self._record_id()),
             ("WARC-Filename", name), ("WARC-Date", warc_date(time.time())),
