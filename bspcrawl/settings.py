@@ -192,9 +192,9 @@ def _hint(key: str, names: Iterable[str]) -> str:
     """What an unknown config *key* may have meant: the key of the option it names
     ("robots", "--min-host-delay"), else the closest key."""
     by_flag = {_flag(name)[2:]: name for name in names}
-    name = by_flag.get(key.lstrip("-").replace("_", "-"))
-    if name is not None:
-        return f" (option --{key.lstrip('-').replace('_', '-')} is {name!r} in a config)"
+    flag = key.lstrip("-").replace("_", "-")
+    if flag in by_flag:
+        return f" (option --{flag} is {by_flag[flag]!r} in a config)"
     close = difflib.get_close_matches(key, list(by_flag.values()), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
