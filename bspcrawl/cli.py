@@ -52,6 +52,12 @@ def fail(message: str) -> NoReturn:
     sys.exit(EXIT_USAGE)
 
 
+def note(message: str) -> None:
+    """Print one ``bspcrawl: note: ...`` line (on rank 0 only)."""
+    if _is_rank0():
+        print(f"bspcrawl: note: {message}", file=sys.stderr)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         fail(f"{message} (see '{self.prog} --help')")
@@ -84,7 +90,7 @@ def read_seeds(path: str) -> list[str]:
 
 def cmd_run(args: argparse.Namespace) -> None:
     """``bspcrawl run``: crawl on every rank of MPI.COMM_WORLD, then join the output."""
-    s = settings_mod.from_args(args)
+    s = settings_mod.from_args(args, note=note)
     if not (s.seeds or s.recrawl) or not s.out:
         raise UsageError("run needs --seeds FILE (or --recrawl DIR) and --out DIR")
 
@@ -134,7 +140,7 @@ def cmd_resume(args: argparse.Namespace) -> None:
             raise UsageError(f"{out} is not a directory")
         record = checkpoint.latest(out)
         superstep, _ = checkpoint.read_all(out, record)  # every file readable, or the error
-        s = settings_mod.from_args(args, base=record["settings"])
+        s = settings_mod.from_args(args, base=record["settings"], note=note)
         joined = [r for r in range(record["ranks"]) if rank_path(out, r).exists()]
         if joined and superstep != record["superstep"]:
             raise UsageError(f"the crawl in {out} joined its files at checkpoint "
@@ -155,9 +161,10 @@ def _crawl(args: argparse.Namespace, out: Path,
     from mpi4py import MPI
 
     from bspcrawl import checkpoint
+    from bspcrawl.bsp import barrier
     from bspcrawl.index.output import join
     from bspcrawl.progress import Progress
-    from bspcrawl.superstep import Crawl, Resume, wait
+    from bspcrawl.superstep import Crawl, Resume
 
     comm = MPI.COMM_WORLD
     error, plan = None, None
@@ -181,7 +188,7 @@ def _crawl(args: argparse.Namespace, out: Path,
             resume = Resume(superstep, states)
         progress = Progress(args.progress, s.log_interval) if comm.Get_rank() == 0 else None
         outcome = Crawl(comm, s, out, seeds, progress, resume).run()
-        wait([comm.Ibarrier()])
+        barrier(comm)
         if comm.Get_rank() == 0:
             summary = {"supersteps": outcome.supersteps, "urls_seen": outcome.seen,
                        "wall_s": outcome.wall_s, "stopped": outcome.stopped,
@@ -189,8 +196,8 @@ def _crawl(args: argparse.Namespace, out: Path,
             path = join(out, comm.Get_size(), summary)
             if progress:
                 progress.update(outcome.supersteps, {
-                    "pages": outcome.pages, "frontier": outcome.frontier, "unreleased": 0,
-                    "errors": outcome.errors}, final=True)
+                    "pages/committed": outcome.pages, "frontier/size": outcome.frontier,
+                    "window/unreleased": 0, "pages/errors": outcome.errors}, final=True)
             print(f"bspcrawl: {outcome.pages} pages ({outcome.pages_ok} ok) in "
                   f"{outcome.wall_s:.1f} s on {comm.Get_size()} ranks, "
                   f"{outcome.supersteps} supersteps, stopped: {outcome.stopped}; {path}",

@@ -6,8 +6,8 @@ one FIFO per host:
 
 - a host's first job is its robots.txt; its URLs wait in Q until that job is committed
   (RFC 9309: 2xx parsed, 4xx allow all, 5xx or no answer: retried with backoff up to
-  ``robots_retries`` times while the URLs wait, then disallow all); rules are refetched
-  after ``robots_ttl``;
+  ``robotstxt_retries`` times while the URLs wait, then disallow all); rules are refetched
+  after ``robotstxt_ttl``;
 - hosts that can take a job are served round-robin, one URL each, before the CBT's top R;
   a schedule holds at most R jobs; unpaced hosts with long queues then get more jobs in
   proportion to their queue (:meth:`Frontier._share`), so big sites keep pace;
@@ -32,15 +32,16 @@ import heapq
 import re
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from bspcrawl.cbt import CBT
-from bspcrawl.index.archive import FRESH
-from bspcrawl.partition import Directory, Link
-from bspcrawl.robots.fetcher import FetchJob, FetchResult
-from bspcrawl.robots.politeness import RETRY_STATUSES, backoff, rest
+from bspcrawl.counters import Stats
+from bspcrawl.messages import FetchJob, FetchResult, Link
+from bspcrawl.partition import Directory
+from bspcrawl.robots.politeness import RETRY_STATUSES, Politeness
 from bspcrawl.robots.robotstxt import RobotsRules
 from bspcrawl.settings import Settings
 from bspcrawl.urls import fingerprints, host_key, strip_params
@@ -77,11 +78,23 @@ class Frontier:
     """URLs a rank owns and has not scheduled yet, and the hosts they belong to.
 
     API: :meth:`receive` links, :meth:`next_jobs` for a schedule, :meth:`done` for each
-    result to commit; ``len()`` counts URLs waiting (CBT plus Q).
+    result to commit; ``len()`` counts URLs waiting (CBT plus Q); :meth:`snapshot` and
+    :meth:`restore` for checkpoints. Counters go to ``stats`` (``frontier/*``,
+    ``robotstxt/*``, ``fetch/retried``); ``clock`` is the monotonic clock politeness reads.
+
+    Invariants (:meth:`_check`): every URL waiting is in exactly one place, the CBT or one
+    host's Q, and has its :class:`Link`; every one of them is in the seen set; ``pending``
+    counts the URLs in Q; a host is on the round-robin or the resting heap at most once,
+    exactly when ``queued``; with wall-clock politeness on, a host has at most one job out;
+    a host whose robots.txt is in flight has that job out.
     """
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, stats: Stats | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.settings = settings
+        self.stats = Stats() if stats is None else stats
+        self.clock = clock
+        self.politeness = Politeness.from_settings(settings)
         self.cbt = CBT(bucket_size=settings.queue_bucket)
         self.seen: set[int] = set()
         self.links: dict[int, Link] = {}  # fingerprint -> link, for URLs not yet scheduled
@@ -96,10 +109,6 @@ class Frontier:
                       else None)
         self.blacklist = (re.compile("|".join(f"(?:{b})" for b in settings.url_blacklist))
                           if settings.url_blacklist else None)
-        self.counters: dict[str, int] = dict.fromkeys(
-            ("frontier/duplicates", "frontier/robots_denied", "frontier/too_deep",
-             "frontier/too_many_hops", "frontier/filtered", "frontier/host_cap",
-             "robots/fetched", "robots/errors", "fetch/retried"), 0)
 
     def __len__(self) -> int:
         return len(self.cbt) + self.pending + len(self.revisits)
@@ -122,7 +131,8 @@ class Frontier:
             self.cbt.insert_many(np.array(ids, dtype=np.int64), np.array(prios))
 
     def receive(self, links: list[Link]) -> int:
-        """Insert the unseen links into the CBT; returns how many were new.
+        """Insert the unseen links into the CBT; returns how many were new
+        (``frontier/new``).
 
         Links must be canonical (every URL that travels comes from ``urls.resolve`` or
         ``urls.parse``), so they are fingerprinted as they are.
@@ -133,13 +143,13 @@ class Frontier:
         for link, fp in zip(links, fps, strict=True):
             if len(link.url) > s.url_max_length or (
                     self.blacklist and self.blacklist.search(link.url)):
-                self.counters["frontier/filtered"] += 1
+                self.stats["frontier/filtered"] += 1
             elif s.crawl_max_depth and link.depth > s.crawl_max_depth:
-                self.counters["frontier/too_deep"] += 1
+                self.stats["frontier/too_deep"] += 1
             elif link.hops > s.fetch_max_redirects:
-                self.counters["frontier/too_many_hops"] += 1
+                self.stats["frontier/too_many_hops"] += 1
             elif fp in self.seen:
-                self.counters["frontier/duplicates"] += 1
+                self.stats["frontier/duplicates"] += 1
             else:
                 self.seen.add(fp)
                 self.links[fp] = link
@@ -147,6 +157,7 @@ class Frontier:
                 prios.append(-float(link.depth))
         if ids:
             self.cbt.insert_many(np.array(ids, dtype=np.int64), np.array(prios))
+        self.stats["frontier/new"] += len(ids)
         return len(ids)
 
     def fingerprints(self, urls: list[str]) -> np.ndarray:
@@ -157,7 +168,7 @@ class Frontier:
     def next_jobs(self, seq: int, now: float | None = None) -> list[FetchJob]:
         """The jobs of schedule ``seq``: one per host that can take one, Q before the CBT,
         then more for the unpaced hosts with long queues."""
-        now = time.monotonic() if now is None else now
+        now = self.clock() if now is None else now
         if self.revisits:
             self._revisit_due(now)
         while self.resting and self.resting[0][0] <= now:
@@ -205,7 +216,7 @@ class Frontier:
         whole schedule, so the window does not wait for them. Counts only, no clock: the
         schedule stays reproducible.
         """
-        cap = len(served) // self.settings.fetch_robots
+        cap = len(served) // self.settings.fetch_workers
         if cap < 2:
             return
         queued = [len(self.hosts[key].pending) for key in served]
@@ -221,7 +232,7 @@ class Frontier:
                 self._serve(key, seq, jobs, now)
 
     def _paced(self, host: Host) -> bool:
-        return self.settings.paced or host.delay > 0
+        return self.politeness.paced or host.delay > 0
 
     def _can_serve(self, host: Host, now: float) -> bool:
         """May the host get a job now (ignoring whether it got one in this schedule)?"""
@@ -237,7 +248,8 @@ class Frontier:
             host.rules, host.robots_in_flight = None, True
             host.outstanding += 1
             url = self.links[host.pending[0]].url
-            jobs.append(FetchJob(seq, len(jobs), robots_url(url), key, host.delay, True))
+            jobs.append(FetchJob(seq, len(jobs), robots_url(url), key, host.delay, True,
+                                 attempt=host.robots_failures))
             return
         cap = self.settings.crawl_max_host_pages
         while host.pending:
@@ -247,15 +259,16 @@ class Frontier:
             again = fp in self.retries or fp in self.revisiting
             self.revisiting.discard(fp)
             if cap and host.taken >= cap and not again:
-                self.counters["frontier/host_cap"] += 1
+                self.stats["frontier/host_cap"] += 1
             elif host.rules.allowed(link.url):
                 host.taken += not again
                 host.outstanding += 1
                 jobs.append(FetchJob(seq, len(jobs), link.url, key, host.delay, False,
-                                     link.depth, link.hops, fp=fp))
+                                     link.depth, link.hops, fp=fp,
+                                     attempt=self.retries.get(fp, 0)))
                 break
             else:
-                self.counters["frontier/robots_denied"] += 1
+                self.stats["frontier/robots_denied"] += 1
         self._enqueue(key, now)
 
     def _enqueue(self, key: str, now: float) -> None:
@@ -273,67 +286,85 @@ class Frontier:
 
     def done(self, result: FetchResult) -> bool:
         """Account for a finished job; False when its URL will be fetched again instead
-        of committed (a 429/503 with retries left)."""
-        s, job = self.settings, result.job
+        of committed (a 429/503 with retries left, or a robots.txt job: never a page).
+
+        The host rests by the rule of ``robots/politeness.py``, the same one the fetch
+        workers apply; for an unpaced host that answers, that is no rest at all."""
+        job = result.job
         host = self.hosts[job.host]
         host.outstanding -= 1
-        now = time.monotonic()
-        commit = True
-        if job.robots:
+        now = self.clock()
+        commit = not job.robotstxt
+        pause = self.politeness.rest(result)
+        if pause:  # an unpaced host that answers: no rest, no clock
+            host.ready_at = max(host.ready_at, result.ended + pause)
+        if job.robotstxt:
             host.robots_in_flight = False
             self._robots(host, result, now)
         elif self.retries or result.status in RETRY_STATUSES:
-            fp = self.fingerprints([job.url]).item()
+            fp = job.fp
             tries = self.retries.pop(fp, 0) + 1
-            if result.status in RETRY_STATUSES and tries <= s.politeness_retries:
+            if result.status in RETRY_STATUSES and tries <= self.settings.politeness_retries:
                 self.retries[fp] = tries
                 self.links[fp] = Link(job.url, job.depth, job.hops)
                 host.pending.appendleft(fp)
                 self.pending += 1
-                host.ready_at = now + backoff(tries, result.retry_after, s.politeness_max_backoff)
-                self.counters["fetch/retried"] += 1
+                self.stats["fetch/retried"] += 1
                 commit = False
-        if self._paced(host) and not job.robots and result.revisit != FRESH:
-            host.ready_at = max(host.ready_at, result.ended + rest(
-                host.delay, s.politeness_response_factor, result.elapsed))
         self._enqueue(job.host, now)
         return commit
 
     def _robots(self, host: Host, result: FetchResult, now: float) -> None:
-        """RFC 9309 2.3.1: 2xx parse, 4xx allow all, 5xx or no answer: retry, then
-        disallow all. Sets the host's rules (or its retry time) and its delay."""
+        """RFC 9309 2.3.1: 2xx parse, 4xx allow all, 5xx or no answer: retry (the host
+        rests by :func:`~bspcrawl.robots.politeness.backs_off`), then disallow all. Sets
+        the host's rules and its delay."""
         s = self.settings
-        self.counters["robots/fetched"] += 1
+        self.stats["robotstxt/fetched"] += 1
         if 200 <= result.status < 500 or result.error == "redirects":
-            # more than five redirects: "unavailable", like a 4xx (RFC 9309 2.3.1.2)
+            # 2xx parsed; 4xx (a 429 too, after its rest) or more than five redirects:
+            # "unavailable", allow all (RFC 9309 2.3.1.2-3)
             host.robots_failures = 0
             body = result.body if 200 <= result.status < 300 else ALLOW_ALL
         else:
-            self.counters["robots/errors"] += 1
+            self.stats["robotstxt/errors"] += 1
             host.robots_failures += 1
-            if host.robots_failures <= s.robots_retries:
-                host.ready_at = now + backoff(host.robots_failures, result.retry_after,
-                                              s.politeness_max_backoff)
+            if host.robots_failures <= s.robotstxt_retries:
                 return
             body = DISALLOW_ALL
-        self._set_rules(host, body, now + s.robots_ttl)
+        self._set_rules(host, body, now + s.robotstxt_ttl)
 
     def _set_rules(self, host: Host, robots_txt: bytes, until: float) -> None:
         """Give a host the rules of a robots.txt body, and the delay they imply."""
         s = self.settings
         host.robots_txt, host.rules_until = robots_txt, until
         host.rules = RobotsRules.parse(robots_txt, s.agent_token)
-        crawl_delay = min(host.rules.crawl_delay or 0.0, s.politeness_max_crawl_delay)
-        host.delay = max(s.politeness_min_host_delay, crawl_delay)
+        host.delay = self.politeness.delay(host.rules.crawl_delay)
+
+    def _check(self) -> None:
+        """Assert the invariants of the class docstring (tests call it after every step)."""
+        ids = self.cbt.peek(len(self.cbt))[0].tolist()
+        queued = [fp for h in self.hosts.values() for fp in h.pending]
+        assert len(queued) == self.pending, (len(queued), self.pending)
+        waiting = ids + queued
+        assert len(set(waiting)) == len(waiting), "a URL waits in two places"
+        assert set(waiting) == set(self.links), "a waiting URL without its link, or back"
+        assert set(self.links) <= self.seen, "a waiting URL not in the seen set"
+        assert self.revisiting <= set(self.links)
+        rounds = list(self.active) + [key for _, key in self.resting]
+        assert len(rounds) == len(set(rounds)), "a host queued twice"
+        assert set(rounds) == {k for k, h in self.hosts.items() if h.queued}
+        for host in self.hosts.values():
+            assert host.outstanding >= host.robots_in_flight
+            assert not self.politeness.paced or host.outstanding <= 1
 
     def snapshot(self, unfinished: list[FetchJob]) -> dict[str, np.ndarray]:
         """The frontier's state as arrays, for a checkpoint. ``unfinished`` (scheduled,
         not committed) page jobs are saved as URLs to fetch again."""
-        now = time.monotonic()
+        now = self.clock()
         ids, prios = self.cbt.peek(len(self.cbt))
         queued = [self.links[fp] for fp in ids.tolist()]
         queued += [self.links[fp] for h in self.hosts.values() for fp in h.pending]
-        queued += [Link(j.url, j.depth, j.hops) for j in unfinished if not j.robots]
+        queued += [Link(j.url, j.depth, j.hops) for j in unfinished if not j.robotstxt]
         hosts = list(self.hosts.items())
         later = sorted(self.revisits)
         known = [h.rules is not None for _, h in hosts]
@@ -364,7 +395,7 @@ class Frontier:
         keeping the hosts and URLs ``rank`` owns by ``directory``. With several states
         (P changed) the seen set is their union: fingerprints carry no host, and a URL is
         only ever checked by its owner, so the foreign ones cost memory only."""
-        now = time.monotonic()
+        now = self.clock()
         for st in states:
             self.seen.update(st["seen"].tolist())
             for fp, n in zip(st["retry_fp"].tolist(), st["retry_n"].tolist(), strict=True):

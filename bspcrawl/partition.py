@@ -11,10 +11,10 @@ sizes that variance decided the balance: 20,000 pages on 2,000 testweb hosts gav
 balance (mean / max pages per rank) of 0.87-0.89 at P = 8 by hash, 0.93-0.95 dealt.
 
 A link to a host no rank has seen yet is *held* by the rank that found it for one
-superstep: its host hash is announced at that superstep's exchange (an Allgatherv, only
-when some rank has new hosts), every rank deals the announced hosts the same way, and the
-link is sent the superstep after. The directory costs a dict entry per host on every rank
-(about 100 bytes: 10^6 hosts, 100 MB per rank).
+superstep: its host hash is announced at that superstep's sync (an ``Iallgatherv``,
+``bsp.announce``, only when some rank has new hosts), every rank deals the announced
+hosts the same way, and the link is sent the superstep after. The directory costs a dict
+entry per host on every rank (about 100 bytes: 10^6 hosts, 100 MB per rank).
 
 A batch is the UTF-8 text of one record per line, ``depth hops url``; a WHATWG-serialised
 URL holds no space or newline, so the format needs no escaping. Batches travel as numpy
@@ -23,21 +23,12 @@ uint8 buffers (``Alltoallv`` counts first), never as pickled lists.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
 
 import numpy as np
 
+from bspcrawl.messages import Link
 from bspcrawl.urls import host_hash, host_key
-
-
-@dataclass(slots=True, frozen=True)
-class Link:
-    """A URL travelling to its owner: its depth from a seed and its redirect hops so far."""
-
-    url: str
-    depth: int = 0
-    hops: int = 0
 
 
 class Directory:
@@ -65,6 +56,11 @@ class Directory:
     def rank_of(self, key: str) -> int | None:
         """The rank that owns the host ``key`` ("host:port"), or None."""
         return self.owners.get(host_hash(key))
+
+    def owns(self, rank: int) -> Callable[[int], bool]:
+        """A test of host hashes: does ``rank`` own that host?"""
+        owners = self.owners
+        return lambda h: owners.get(h) == rank
 
     def bucket(self, links: list[Link]) -> tuple[list[list[Link]], list[Link]]:
         """Split links into one outbox per rank, keeping their order, and the links held

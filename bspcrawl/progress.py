@@ -1,6 +1,7 @@
 """Progress of a running crawl: one updating line on a terminal, plain log lines otherwise.
 
-Rank 0 reports the global counters agreed at each sync: pages, pages/s, frontier, errors.
+Rank 0 reports the global counters agreed at each sync (``counters.py``): pages, pages/s,
+frontier, jobs in flight, errors.
 """
 
 from __future__ import annotations
@@ -29,9 +30,10 @@ class Progress:
             return
         self.last = now
         elapsed = max(now - self.start, 1e-9)
-        line = (f"superstep {superstep}  pages {g['pages']}  {g['pages'] / elapsed:.0f} pages/s  "
-                f"frontier {g['frontier']}  in flight {g['unreleased']}  "
-                f"errors {g['errors']}  {elapsed:.1f} s")
+        pages = g["pages/committed"]
+        line = (f"superstep {superstep}  pages {pages}  {pages / elapsed:.0f} pages/s  "
+                f"frontier {g['frontier/size']}  in flight {g['window/unreleased']}  "
+                f"errors {g['pages/errors']}  {elapsed:.1f} s")
         if self.mode == "bar":
             self.stream.write("\r\033[K" + line + ("\n" if final else ""))
         else:

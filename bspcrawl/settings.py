@@ -12,8 +12,9 @@ import argparse
 import dataclasses
 import difflib
 import re
+import sys
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -41,7 +42,8 @@ class Settings:
     recrawl: str = _opt("", "crawl again after the crawl in this directory: its history is "
                         "kept, unchanged pages cost a 304 or nothing (default seeds: its own)")
 
-    fetch_robots: int = _opt(8, "robots per rank: concurrent transfers, and the window size")
+    fetch_workers: int = _opt(8, "fetch workers per rank (concurrent transfers; Marin's "
+                              "robots), and the sequence window's size in schedules")
     fetch_connect_timeout: float = _opt(5.0, "TCP/TLS connect timeout", "s")
     fetch_timeout: float = _opt(30.0, "whole-transfer timeout", "s")
     fetch_low_speed: int = _opt(100, "abort a transfer slower than this for fetch_timeout/3", "B/s")
@@ -63,8 +65,8 @@ class Settings:
     politeness_retries: int = _opt(2, "retries of a URL answered 429 or 503")
     politeness_max_backoff: float = _opt(300.0, "cap on Retry-After and backoff rests", "s")
 
-    robots_ttl: float = _opt(86400.0, "keep a host's robots.txt this long, then refetch", "s")
-    robots_retries: int = _opt(3, "refetches of a robots.txt answered 5xx or not at all")
+    robotstxt_ttl: float = _opt(86400.0, "keep a host's robots.txt this long, then refetch", "s")
+    robotstxt_retries: int = _opt(3, "refetches of a robots.txt answered 5xx or not at all")
 
     window_straggler_timeout: float = _opt(
         10.0, "commit a schedule without a fetch this late; its result is committed later", "s")
@@ -94,13 +96,13 @@ class Settings:
 
     def validate(self) -> Settings:
         """Check every value; raise :class:`SettingsError` naming the first bad one."""
-        positive = ("fetch_robots", "fetch_connect_timeout", "fetch_timeout", "fetch_max_bytes",
+        positive = ("fetch_workers", "fetch_connect_timeout", "fetch_timeout", "fetch_max_bytes",
                     "queue_batch", "queue_bucket", "queue_pending_max", "index_flush_pages",
                     "log_interval")
         non_negative = ("fetch_low_speed", "fetch_max_redirects", "politeness_min_host_delay",
                         "politeness_response_factor", "politeness_max_crawl_delay",
-                        "politeness_retries", "politeness_max_backoff", "robots_ttl",
-                        "robots_retries", "window_straggler_timeout", "crawl_max_pages",
+                        "politeness_retries", "politeness_max_backoff", "robotstxt_ttl",
+                        "robotstxt_retries", "window_straggler_timeout", "crawl_max_pages",
                         "crawl_max_host_pages", "crawl_max_seconds", "crawl_max_depth",
                         "crawl_revisit_after",
                         "checkpoint_every")
@@ -127,11 +129,6 @@ class Settings:
         return self
 
     @property
-    def paced(self) -> bool:
-        """True when a wall-clock politeness rule applies to every host."""
-        return self.politeness_min_host_delay > 0 or self.politeness_response_factor > 0
-
-    @property
     def agent_token(self) -> str:
         """The user agent's product token ('bspcrawl'), used for robots.txt matching."""
         return self.fetch_user_agent.split("/", 1)[0].split()[0]
@@ -141,13 +138,36 @@ class Settings:
         return dataclasses.asdict(self)
 
 
-_SHORT = {"fetch_robots": "robots", "fetch_allow_net": "allow-net",
+_TYPES = {f.name: f.type for f in fields(Settings)}
+_SHORT = {"fetch_workers": "workers", "fetch_allow_net": "allow-net",
           "politeness_response_factor": "response-factor",
           "politeness_min_host_delay": "min-host-delay",
           "fetch_user_agent": "user-agent", "crawl_max_pages": "max-pages",
           "crawl_max_seconds": "max-seconds", "crawl_max_depth": "max-depth",
           "crawl_max_host_pages": "max-host-pages", "crawl_revisit_after": "revisit-after",
           "index_no_warc": "no-warc"}
+
+
+# Old names that still work, with a one-line note: setting -> its new name.
+DEPRECATED = {"fetch_robots": "fetch_workers", "robots_ttl": "robotstxt_ttl",
+              "robots_retries": "robotstxt_retries"}
+_OLD_FLAGS = {"--robots": "fetch_workers", "--robots-ttl": "robotstxt_ttl",
+              "--robots-retries": "robotstxt_retries"}
+
+
+def _stderr_note(message: str) -> None:
+    print(f"bspcrawl: note: {message}", file=sys.stderr)
+
+
+class _Deprecated(argparse.Action):
+    """An old option name: stores into the new setting and notes the rename once."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        notes = getattr(namespace, "notes", None) or []
+        notes.append(f"{option_string} is deprecated; use {_flag(self.dest)}")
+        namespace.notes = notes
 
 
 def _flag(name: str) -> str:
@@ -173,41 +193,58 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             kind = {"int": int, "float": float}.get(str(f.type), str)
             parser.add_argument(_flag(f.name), dest=f.name, type=kind, default=None,
                                 metavar=f.name.split("_")[-1].upper(), help=help_)
+    for old, name in _OLD_FLAGS.items():
+        kind = {"int": int, "float": float}[str(_TYPES[name])]
+        parser.add_argument(old, dest=name, type=kind, default=None, action=_Deprecated,
+                            help=argparse.SUPPRESS)
 
 
-def from_args(args: argparse.Namespace, base: dict[str, Any] | None = None) -> Settings:
+def from_args(args: argparse.Namespace, base: dict[str, Any] | None = None,
+              note: Callable[[str], None] = _stderr_note) -> Settings:
     """Build and validate Settings from defaults (or ``base``, a resumed crawl's stored
-    settings), then ``--config``, then the options given."""
-    values: dict[str, Any] = dict(base or {})
+    settings, old names renamed), then ``--config``, then the options given. Each use of a
+    deprecated name is reported through ``note``, once the settings are valid (a mistake
+    is one error line alone)."""
+    values: dict[str, Any] = {DEPRECATED.get(k, k): v for k, v in (base or {}).items()}
+    notes: list[str] = list(getattr(args, "notes", None) or [])
     if getattr(args, "config", None):
-        values.update(load_toml(Path(args.config)))
+        values.update(load_toml(Path(args.config), notes.append))
     for f in fields(Settings):
         given = getattr(args, f.name, None)
         if given is not None:
             values[f.name] = given
-    return Settings(**values).validate()
+    settings = Settings(**values).validate()
+    for message in notes:
+        note(message)
+    return settings
 
 
 def _hint(key: str, names: Iterable[str]) -> str:
     """What an unknown config *key* may have meant: the key of the option it names
     ("robots", "--min-host-delay"), else the closest key."""
     by_flag = {_flag(name)[2:]: name for name in names}
+    by_flag.update({old[2:]: name for old, name in _OLD_FLAGS.items()})
     flag = key.lstrip("-").replace("_", "-")
     if flag in by_flag:
         return f" (option --{flag} is {by_flag[flag]!r} in a config)"
-    close = difflib.get_close_matches(key, list(by_flag.values()), n=1)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    keys = {**{name: name for name in names}, **DEPRECATED}
+    close = difflib.get_close_matches(key, list(keys), n=1)
+    return f" (did you mean {keys[close[0]]!r}?)" if close else ""
 
 
-def load_toml(path: Path) -> dict[str, Any]:
-    """Read settings from a TOML file; unknown keys and wrong types are errors."""
+def load_toml(path: Path, note: Callable[[str], None]) -> dict[str, Any]:
+    """Read settings from a TOML file; unknown keys and wrong types are errors, old key
+    names are renamed with a note."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise SettingsError(f"cannot read config {path}: {e.strerror}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise SettingsError(f"config {path} is not valid TOML: {e}") from None
-    types = {f.name: f.type for f in fields(Settings)}
+    types = _TYPES
+    for old in [k for k in data if k in DEPRECATED]:
+        note(f"config {path}: {old} is deprecated; use {DEPRECATED[old]}")
+        data[DEPRECATED[old]] = data.pop(old)
     for key, value in data.items():
         if key not in types:
             raise SettingsError(f"config {path}: unknown setting {key!r}{_hint(key, types)}")

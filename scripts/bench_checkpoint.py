@@ -21,8 +21,8 @@ import numpy as np
 
 from bspcrawl import checkpoint
 from bspcrawl.frontier import Frontier, Host
-from bspcrawl.partition import Directory, Link
-from bspcrawl.robots.fetcher import FetchJob, FetchResult
+from bspcrawl.messages import FetchJob, FetchResult, Link
+from bspcrawl.partition import Directory
 from bspcrawl.settings import Settings
 from bspcrawl.urls import host_hash
 
@@ -46,7 +46,7 @@ def build(seen: int, hosts: int, waiting: float) -> Frontier:
         del f.links[fp]
     for h in range(hosts):
         key = f"host{h}.example.org:80"
-        job = FetchJob(0, 0, f"http://{key[:-3]}/robots.txt", key, robots=True)
+        job = FetchJob(0, 0, f"http://{key[:-3]}/robots.txt", key, robotstxt=True)
         f.hosts[key] = Host(outstanding=1, robots_in_flight=True)
         f.done(FetchResult(job, status=200, body=ROBOTS))
     return f

@@ -177,7 +177,7 @@ def commands(seeds: Path, netlocs: list[str], tmp: Path, scrapy: Path) -> dict[s
     hosts = ",".join(netloc.split(":")[0] for netloc in netlocs)
     run = [PY, "-m", "bspcrawl", "run", "--seeds", str(seeds), "--overwrite",
            "--min-host-delay", "0", "--response-factor", "0", "--allow-net", "127.0.0.0/8",
-           "--robots", str(CONCURRENCY), "--progress", "none"]
+           "--workers", str(CONCURRENCY), "--progress", "none"]
     spider = tmp / "bench_spider.py"
     spider.write_text(SPIDER % {"concurrency": CONCURRENCY})
     return {

@@ -47,7 +47,7 @@ import numpy as np
 
 from bspcrawl.index.archive import Archive
 from bspcrawl.index.validators import DELTA_MAX, ValidatorStore
-from bspcrawl.robots.fetcher import FetchJob
+from bspcrawl.messages import FetchJob
 
 EPOCH = 1_700_000_000
 NOW = EPOCH + 60 * 86400  # when the schedules are planned: two months after the fetches

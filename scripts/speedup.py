@@ -55,7 +55,7 @@ def crawl(ranks: int, robots: int, seeds: Path, out: Path, extra: list[str]) -> 
     exchange."""
     cmd = [PY, "-m", "bspcrawl", "run", "--seeds", str(seeds), "--out", str(out),
            "--overwrite", "--min-host-delay", "0", "--response-factor", "0",
-           "--allow-net", "127.0.0.0/8", "--robots", str(robots), "--progress", "none",
+           "--allow-net", "127.0.0.0/8", "--workers", str(robots), "--progress", "none",
            "--checkpoint-every", "0", *extra]
     if ranks > 1:
         cmd = [MPIEXEC, "-n", str(ranks), PY, "-m", "mpi4py", *cmd[1:]]
@@ -66,7 +66,7 @@ def crawl(ranks: int, robots: int, seeds: Path, out: Path, extra: list[str]) -> 
         per_rank = np.bincount(f["pages/rank"][:], minlength=ranks)
         stats = f["stats"][:]
         supersteps = int(f.attrs["supersteps"])
-    urls_out = int(stats["urls_remote"].sum())  # links sent to another rank
+    urls_out = int(stats["exchange/urls_remote"].sum())  # links sent to another rank
     return {"ranks": ranks, "wall_s": wall, "cpu_s": cpu, "pages": int(per_rank.sum()),
             "pages_per_rank": per_rank.tolist(),
             "balance": float(per_rank.mean() / per_rank.max()),

@@ -78,7 +78,7 @@ def crawl_here(tmp: Path, seeds: list[str], **settings: object) -> h5py.File:
     out = tmp / "out"
     prepare(out, overwrite=True)
     base = {"politeness_min_host_delay": 0.0, "politeness_response_factor": 0.0,
-            "fetch_allow_net": ["127.0.0.0/8"], "fetch_robots": 4}
+            "fetch_allow_net": ["127.0.0.0/8"], "fetch_workers": 4}
     s = Settings(**{**base, **settings}).validate()
     outcome = Crawl(MPI.COMM_SELF, s, out, seeds).run()
     join(out, 1, {"supersteps": outcome.supersteps, "urls_seen": outcome.seen,

@@ -65,8 +65,9 @@ def test_output_is_a_file(tmp_path):
 
 @pytest.mark.parametrize("argv,fragment", [
     (["run", "--no-such-option"], "unrecognized arguments"),
-    (["run", "--robots", "zero"], "invalid int value"),
-    (["run", "--robots", "0", "--seeds", "s", "--out", "o"], "--robots must be > 0"),
+    (["run", "--workers", "zero"], "invalid int value"),
+    (["run", "--workers", "0", "--seeds", "s", "--out", "o"], "--workers must be > 0"),
+    (["run", "--robots", "0", "--seeds", "s", "--out", "o"], "--workers must be > 0"),
     (["run"], "needs --seeds"),
     (["frobnicate"], "invalid choice"),
     (["inspect"], "required"),

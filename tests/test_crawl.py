@@ -61,7 +61,7 @@ def test_index_is_identical_across_runs_with_random_latencies(tmp_path):
     for run in range(2):
         log = tmp_path / f"requests-{run}.tsv"
         with serve(pages=600, hosts=20, latency="0,0.02", log=log, port=port) as web:
-            res = crawl(2, web.seeds(), tmp_path / f"out{run}", "--robots", "4")
+            res = crawl(2, web.seeds(), tmp_path / f"out{run}", "--workers", "4")
         assert res.returncode == 0, res.stderr
         runs.append((_index(tmp_path / f"out{run}"), log))
     (first, log0), (second, log1) = runs

@@ -8,7 +8,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from bspcrawl.robots.fetcher import Fetcher, FetchJob
+from bspcrawl.messages import FetchJob
+from bspcrawl.robots.fetcher import Fetcher
 from bspcrawl.settings import Settings
 
 
@@ -64,7 +65,7 @@ def fetch_all(jobs, **settings):
 def test_one_request_per_host_at_a_time_in_order_with_the_delay(server):
     Handler.log.clear()
     jobs = [FetchJob(0, i, f"{server}/slow{i}", "h", delay=0.1) for i in range(4)]
-    results = fetch_all(jobs, fetch_robots=4)
+    results = fetch_all(jobs, fetch_workers=4)
     assert [r.job.index for r in results] == [0, 1, 2, 3]
     assert all(r.status == 200 and len(r.body) == 100 for r in results)
     spans = [(s, e) for p, s, e in Handler.log]
@@ -76,7 +77,7 @@ def test_different_hosts_run_concurrently(server):
     Handler.log.clear()
     jobs = [FetchJob(0, i, f"{server}/slow{i}", f"h{i}") for i in range(4)]
     t0 = time.monotonic()
-    fetch_all(jobs, fetch_robots=4)
+    fetch_all(jobs, fetch_workers=4)
     assert time.monotonic() - t0 < 4 * 0.05 + 0.5
     starts = sorted(s for _, s, _ in Handler.log)
     assert starts[-1] - starts[0] < 0.05  # all four started before the first ended
@@ -89,7 +90,7 @@ def test_free_robots_go_to_the_oldest_schedule_then_the_longest_queue(server):
     jobs = [FetchJob(0, 0, f"{server}/slow", "w"), FetchJob(2, 0, f"{server}/y", "y")]
     jobs += [FetchJob(2, i, f"{server}/x{i}", "x") for i in (1, 2, 3)]
     jobs += [FetchJob(1, 0, f"{server}/z", "z")]
-    results = fetch_all(jobs, fetch_robots=1)
+    results = fetch_all(jobs, fetch_workers=1)
     assert [r.job.host for r in results] == ["w", "z", "x", "x", "y", "x"]
     assert [r.job.index for r in results if r.job.host == "x"] == [1, 2, 3]
 

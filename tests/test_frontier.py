@@ -4,8 +4,7 @@ import re
 import time
 
 from bspcrawl.frontier import Frontier
-from bspcrawl.partition import Link
-from bspcrawl.robots.fetcher import FetchResult
+from bspcrawl.messages import FetchResult, Link
 from bspcrawl.settings import Settings
 from bspcrawl.urls import TRACKING_PARAMS, strip_params
 
@@ -13,7 +12,7 @@ UNPACED = {"politeness_min_host_delay": 0.0, "politeness_response_factor": 0.0}
 
 
 def frontier(**kw):
-    return Frontier(Settings(**{**UNPACED, **kw}).validate())
+    return Frontier(Settings(**{**UNPACED, **kw}).validate(), clock=lambda: 0.0)
 
 
 def answer(f, jobs, status=200, body=b"", **extra):
@@ -29,7 +28,7 @@ def test_robots_first_then_one_job_per_host_per_schedule():
     f = frontier()
     f.receive([Link(f"http://a.test/{i}") for i in range(3)] + [Link("http://b.test/0")])
     first = f.next_jobs(0)
-    assert {(j.url, j.robots) for j in first} == {("http://a.test/robots.txt", True),
+    assert {(j.url, j.robotstxt) for j in first} == {("http://a.test/robots.txt", True),
                                                   ("http://b.test/robots.txt", True)}
     assert f.next_jobs(1) == []  # URLs wait for their robots.txt
     answer(f, first, status=404)
@@ -44,15 +43,15 @@ def test_unpaced_hosts_with_long_queues_get_jobs_in_proportion():
     # is about 4x the mean (10.5), the others' below it
     for paced, expected in ((False, {"a": 4, "b": 1, "c": 1, "d": 1}),
                             (True, {"a": 1, "b": 1, "c": 1, "d": 1})):
-        f = frontier(fetch_robots=1, politeness_min_host_delay=1.0 if paced else 0.0)
+        f = frontier(fetch_workers=1, politeness_min_host_delay=1.0 if paced else 0.0)
         f.receive([Link(f"http://a.test/{i}") for i in range(40)]
                   + [Link(f"http://{h}.test/{i}") for h in "bcd" for i in range(2)])
-        answer(f, f.next_jobs(0, now=0.0), status=404)
-        jobs = f.next_jobs(1, now=0.0)
+        answer(f, f.next_jobs(0, now=0.0), status=404)  # a paced host rests 1 s after it
+        jobs = f.next_jobs(1, now=1.0)
         assert {h: sum(j.host == f"{h}.test:80" for j in jobs) for h in "abcd"} == expected
         assert len({j.url for j in jobs}) == len(jobs)
         assert [j.index for j in jobs] == list(range(len(jobs)))
-    f = frontier(fetch_robots=2)  # 4 hosts, 2 robots: at most 2 jobs each
+    f = frontier(fetch_workers=2)  # 4 hosts, 2 robots: at most 2 jobs each
     f.receive([Link(f"http://{h}.test/{i}") for h in "abcd" for i in range(40 if h == "a" else 2)])
     answer(f, f.next_jobs(0), status=404)
     assert sum(j.host == "a.test:80" for j in f.next_jobs(1)) == 2
@@ -63,15 +62,16 @@ def test_disallowed_urls_are_dropped_and_counted():
     f.receive([Link("http://a.test/private/x"), Link("http://a.test/ok")])
     answer(f, f.next_jobs(0), body=b"User-agent: *\nDisallow: /private/\n")
     assert urls(f.next_jobs(1) + f.next_jobs(2)) == ["http://a.test/ok"]
-    assert f.counters["frontier/robots_denied"] == 1 and len(f) == 0
+    assert f.stats["frontier/robots_denied"] == 1 and len(f) == 0
 
 
 def test_a_paced_host_gets_one_job_at_a_time_and_rests():
-    f = Frontier(Settings(politeness_min_host_delay=10.0).validate())
+    f = Frontier(Settings(politeness_min_host_delay=10.0).validate(), clock=lambda: 0.0)
     f.receive([Link("http://a.test/1"), Link("http://a.test/2")])
     answer(f, f.next_jobs(0, now=0.0), status=404)
-    (job,) = f.next_jobs(1, now=0.0)
-    assert f.next_jobs(2, now=0.0) == []  # one at a time
+    assert f.next_jobs(1, now=5.0) == []  # the robots.txt request counts: resting until 10
+    (job,) = f.next_jobs(1, now=10.0)
+    assert f.next_jobs(2, now=10.0) == []  # one at a time
     f.done(FetchResult(job, status=200, ended=100.0, elapsed=0.5))
     assert f.next_jobs(3, now=105.0) == []  # resting until 110
     (last,) = f.next_jobs(4, now=110.0)
@@ -83,7 +83,7 @@ def test_tracking_and_session_parameters_do_not_make_a_url_new():
     new = f.receive([Link("http://a.test/p?id=1"), Link("http://a.test/p?id=1&utm_source=x"),
                      Link("http://a.test/p?sid=77&id=1"), Link("http://a.test/p;jsessionid=Q?id=1"),
                      Link("http://a.test/p?id=2")])
-    assert new == 2 and f.counters["frontier/duplicates"] == 3
+    assert new == 2 and f.stats["frontier/duplicates"] == 3
 
 
 def test_filters_length_blacklist_depth_and_host_cap():
@@ -92,11 +92,11 @@ def test_filters_length_blacklist_depth_and_host_cap():
     new = f.receive([Link("http://a.test/" + "x" * 40), Link("http://a.test/logout"),
                      Link("http://a.test/f.pdf"), Link("http://a.test/deep", depth=3)]
                     + [Link(f"http://a.test/{i}") for i in range(4)])
-    assert new == 4 and f.counters["frontier/filtered"] == 3
-    assert f.counters["frontier/too_deep"] == 1
+    assert new == 4 and f.stats["frontier/filtered"] == 3
+    assert f.stats["frontier/too_deep"] == 1
     answer(f, f.next_jobs(0), status=404)
     taken = [j for seq in range(1, 6) for j in f.next_jobs(seq)]
-    assert len(taken) == 2 and f.counters["frontier/host_cap"] == 2
+    assert len(taken) == 2 and f.stats["frontier/host_cap"] == 2
 
 
 def test_a_429_puts_the_url_back_and_its_final_answer_is_committed():

@@ -5,7 +5,8 @@ import random
 
 import numpy as np
 
-from bspcrawl.partition import Directory, Link, decode, encode, pack, unpack
+from bspcrawl.messages import Link
+from bspcrawl.partition import Directory, decode, encode, pack, unpack
 from bspcrawl.urls import host_hash, host_key
 
 URLS = [f"http://127.1.0.{h}:8765/p{i}.html" for h in range(1, 60) for i in range(3)]

@@ -4,7 +4,8 @@ import gzip
 
 import pytest
 
-from bspcrawl.robots.politeness import backoff, rest, retry_after
+from bspcrawl.messages import FRESH, FetchJob, FetchResult
+from bspcrawl.robots.politeness import Politeness, backoff, retry_after
 from tests.sites import Site, crawl_here, page
 
 
@@ -42,7 +43,7 @@ def test_robots_5xx_is_retried_and_urls_wait_for_the_answer(site, tmp_path):
 @pytest.mark.parametrize("site", [{"/robots.txt": [(503, {"Retry-After": "0"}, b"")],
                                    "/": [page("/a")]}], indirect=True)
 def test_robots_always_5xx_disallows_everything_after_the_retries(site, tmp_path):
-    with crawl_here(tmp_path, [site.url + "/"], robots_retries=2) as f:
+    with crawl_here(tmp_path, [site.url + "/"], robotstxt_retries=2) as f:
         assert urls_of(f) == {}
     assert site.paths() == ["/robots.txt"] * 3
 
@@ -176,7 +177,28 @@ def test_retry_after_forms_and_backoff():
     assert retry_after("soon") is None and retry_after("") is None
     assert backoff(1, None, 300) == 5 and backoff(3, None, 300) == 20
     assert backoff(1, 1000.0, 300) == 300
-    assert rest(1.0, 2.0, 0.8) == 1.6 and rest(1.0, 0.0, 5.0) == 1.0
+
+
+def _answer(status, delay=1.0, elapsed=0.8, attempt=0, robotstxt=False, **kw):
+    job = FetchJob(0, 0, "http://h/", "h:80", delay, robotstxt, attempt=attempt)
+    return FetchResult(job, status=status, elapsed=elapsed, **kw)
+
+
+def test_one_rest_rule_for_every_answer():
+    rule = Politeness(min_delay=1.0, max_crawl_delay=30.0, factor=2.0, max_backoff=300.0)
+    assert rule.rest(_answer(200)) == 1.6  # k x the response time
+    assert rule.rest(_answer(200, elapsed=0.1)) == 1.0  # the host's delay
+    assert rule.rest(_answer(200, revisit=FRESH)) == 0.0  # nothing was fetched
+    assert rule.rest(_answer(429)) == 5.0 and rule.rest(_answer(503, attempt=2)) == 20.0
+    assert rule.rest(_answer(429, retry_after=60.0)) == 60.0
+    assert rule.rest(_answer(429, retry_after=1e9)) == 300.0  # capped
+    assert rule.rest(_answer(500, robotstxt=True, attempt=1)) == 10.0  # robots.txt 5xx
+    assert rule.rest(_answer(0, robotstxt=True, error="connect")) == 5.0
+    assert rule.rest(_answer(404, robotstxt=True)) == 1.6  # 4xx: allow all, no backoff
+    assert rule.rest(_answer(500)) == 1.6  # a page's 500 is an answer, not a backoff
+    assert rule.delay(None) == 1.0 and rule.delay(7.5) == 7.5 and rule.delay(1e6) == 30.0
+    unpaced = Politeness(0.0, 30.0, 0.0, 300.0)
+    assert not unpaced.paced and unpaced.rest(_answer(200, delay=0.0)) == 0.0
 
 
 def _slow_page(handler):
@@ -194,11 +216,12 @@ def _slow_page(handler):
                          indirect=True)
 def test_a_straggler_is_deferred_then_committed_once(site, tmp_path):
     with crawl_here(tmp_path, [site.url + "/"], window_straggler_timeout=0.3,
-                    fetch_robots=2) as f:
+                    fetch_workers=2) as f:
         got = urls_of(f)
         stats = f["stats"][:]
     assert got == {site.url + p: 200 for p in ("/", "/slow", "/a", "/b")}
-    assert stats["deferred"][-1] >= 1 and stats["late"][-1] == stats["deferred"][-1]
+    deferred = stats["window/deferred"][-1]
+    assert deferred >= 1 and stats["window/late"][-1] == deferred
 
 
 @pytest.mark.parametrize("site", [{**ROBOTS_404, "/": [page("/hang", "/a", "/b")],
@@ -211,4 +234,4 @@ def test_a_hung_robot_is_replaced_and_its_jobs_rescheduled(site, tmp_path, monke
         stats = f["stats"][:]
     assert errors == {site.url + "/": "", site.url + "/a": "", site.url + "/b": "",
                       site.url + "/hang": "robot_hang"}
-    assert stats["robots_replaced"][-1] == 3 and stats["rescheduled"][-1] >= 2
+    assert stats["fetcher/replaced"][-1] == 3 and stats["window/rescheduled"][-1] >= 2

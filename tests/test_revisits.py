@@ -16,9 +16,9 @@ import pytest
 import xxhash
 from warcio.archiveiterator import ArchiveIterator
 
-from bspcrawl.index.archive import FETCHED, FRESH, NOT_MODIFIED
 from bspcrawl.index.inspect import parse_time
 from bspcrawl.index.output import OutputError
+from bspcrawl.messages import FETCHED, FRESH, NOT_MODIFIED
 from bspcrawl.testweb import free_port
 from tests.crawling import PY, UNPACED, crawl, serve
 

@@ -16,14 +16,31 @@ def parse(argv):
 def test_defaults_validate_and_agent_token():
     s = Settings().validate()
     assert s.agent_token == "bspcrawl"
-    assert s.fetch_robots == 8
+    assert s.fetch_workers == 8
 
 
 def test_options_override_toml_which_overrides_defaults(tmp_path):
     cfg = tmp_path / "c.toml"
-    cfg.write_text("fetch_robots = 3\npoliteness_min_host_delay = 0.5\n")
-    s = parse(["--config", str(cfg), "--robots", "5"])
-    assert s.fetch_robots == 5 and s.politeness_min_host_delay == 0.5
+    cfg.write_text("fetch_workers = 3\npoliteness_min_host_delay = 0.5\n")
+    s = parse(["--config", str(cfg), "--workers", "5"])
+    assert s.fetch_workers == 5 and s.politeness_min_host_delay == 0.5
+
+
+def test_old_names_still_work_with_one_note_each(tmp_path):
+    cfg = tmp_path / "c.toml"
+    cfg.write_text("robots_ttl = 60.0\nrobots_retries = 1\n")
+    p = argparse.ArgumentParser()
+    add_arguments(p)
+    notes = []
+    s = from_args(p.parse_args(["--config", str(cfg), "--robots", "5"]), note=notes.append)
+    assert (s.fetch_workers, s.robotstxt_ttl, s.robotstxt_retries) == (5, 60.0, 1)
+    assert sorted(n.split(": ")[-1] for n in notes) == [
+        "--robots is deprecated; use --workers",
+        "robots_retries is deprecated; use robotstxt_retries",
+        "robots_ttl is deprecated; use robotstxt_ttl"]
+    stored = {"fetch_robots": 3, "robots_ttl": 9.0}  # an older crawl's checkpoint
+    s = from_args(p.parse_args([]), base=stored, note=notes.append)
+    assert (s.fetch_workers, s.robotstxt_ttl) == (3, 9.0) and len(notes) == 3
 
 
 @pytest.mark.parametrize("argv", [["--robots", "0"], ["--min-host-delay", "-1"],
@@ -35,11 +52,11 @@ def test_bad_values_are_rejected(argv):
 
 @pytest.mark.parametrize("text,match", [
     ("nope = 1\n", "unknown setting 'nope'$"),
-    ("robots = 8\n", r"unknown setting 'robots' \(option --robots is 'fetch_robots' in a"),
+    ("robots = 8\n", r"unknown setting 'robots' \(option --robots is 'fetch_workers' in a"),
     ("min_host_delay = 1\n", "--min-host-delay is 'politeness_min_host_delay'"),
-    ("fetch_robot = 8\n", r"did you mean 'fetch_robots'\?"),
-    ("fetch_robots = 'x'\n", "wrong type"),
-    ("fetch_robots = \n", "not valid TOML")])
+    ("fetch_robot = 8\n", r"did you mean 'fetch_workers'\?"),
+    ("fetch_workers = 'x'\n", "wrong type"),
+    ("fetch_workers = \n", "not valid TOML")])
 def test_bad_toml_is_rejected(tmp_path, text, match):
     cfg = tmp_path / "c.toml"
     cfg.write_text(text)

@@ -5,10 +5,11 @@ import random
 import h5py
 import numpy as np
 
+from bspcrawl.counters import STATS_DTYPE
 from bspcrawl.index.output import join
-from bspcrawl.index.store import PAGE_FIELDS, STATS_DTYPE, RankStore, by_term, split_rank_file
+from bspcrawl.index.store import PAGE_FIELDS, RankStore, by_term, split_rank_file
 from bspcrawl.index.terms import count_terms
-from bspcrawl.robots.fetcher import FetchJob, FetchResult
+from bspcrawl.messages import FetchJob, FetchResult
 
 
 def fake_pages(n, rng):

@@ -31,7 +31,7 @@ from bspcrawl.index.warc import (
     recover,
     warc_date,
 )
-from bspcrawl.robots.fetcher import FetchJob, FetchResult
+from bspcrawl.messages import FetchJob, FetchResult
 
 WARCIO = Path(sys.executable).with_name("warcio")
 T0 = 1_704_067_200.25  # 2024-01-01T00:00:00.25Z
@@ -276,7 +276,7 @@ CHILD = """
 import json, os, signal, sys
 from pathlib import Path
 from bspcrawl.index.warc import WarcWriter
-from bspcrawl.robots.fetcher import FetchJob, FetchResult
+from bspcrawl.messages import FetchJob, FetchResult
 w = WarcWriter(Path(sys.argv[1]), rank=2)
 for i in range(30):
     res = FetchResult(FetchJob(1, i, f"http://h/{i}", "h"), status=200,

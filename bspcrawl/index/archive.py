@@ -42,18 +42,17 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import h5py
 import numpy as np
 
 from bspcrawl.index.history import FIELDS, History, Version
-from bspcrawl.index.validators import Validators, ValidatorStore
+from bspcrawl.index.validators import Validators, ValidatorStore, revalidate
 from bspcrawl.index.warc import WarcWriter, files_used, read_response, warc_name
-from bspcrawl.partition import Directory
-from bspcrawl.robots.fetcher import FetchJob, FetchResult
+from bspcrawl.messages import FRESH, NOT_MODIFIED, FetchJob, FetchResult
 
-FETCHED, NOT_MODIFIED, FRESH = 0, 1, 2  # FetchResult.revisit, /pages/revisit
 WARC_DIR = "warc"
 PREVIOUS = -1  # superstep of the carried segment (the previous crawl's share)
 STR = h5py.string_dtype()
@@ -101,7 +100,7 @@ class Archive:
         fresh = found.expires > now
         etags, modified = found.etag, found.last_modified.tolist()
         for i in np.flatnonzero(found.found & ~fresh).tolist():
-            jobs[i].revalidate = (etags[i], modified[i])  # the robot makes the header lines
+            jobs[i].headers = revalidate(etags[i], modified[i])
         started, ended = time.time(), time.monotonic()
         return [FetchResult(jobs[i], started=started, ended=ended, revisit=FRESH)
                 for i in np.flatnonzero(fresh).tolist()]
@@ -290,10 +289,10 @@ def previous_hosts(previous: Path) -> np.ndarray:
     return np.unique(np.concatenate(hosts))
 
 
-def carry(previous: Path, out: Path, rank: int, directory: Directory,
-          segment: h5py.File) -> int:
+def carry(previous: Path, out: Path, owns: Callable[[int], bool], segment: h5py.File) -> int:
     """Write into ``segment`` this rank's share of the crawl in ``previous``: the history
-    and validators of the hosts ``directory`` gives it. Returns the rows carried."""
+    and validators of the hosts it ``owns`` (a test of host hashes). Returns the rows
+    carried."""
     rows: dict[str, list[np.ndarray]] = {name: [] for name in FIELDS}
     validators: dict[str, list] = {name: [] for name in VALIDATOR_FIELDS}
     files: list[str] = []
@@ -306,7 +305,7 @@ def carry(previous: Path, out: Path, rank: int, directory: Directory,
             theirs = f["warc/files"].asstr()[:].tolist()
         host = history.column("host")
         hosts, at = np.unique(host, return_inverse=True)
-        owned = np.array([directory.owners.get(h) == rank for h in hosts.tolist()], bool)
+        owned = np.array([owns(h) for h in hosts.tolist()], bool)
         mine = owned[at] if len(host) else np.zeros(0, bool)
         for name in FIELDS:
             rows[name].append(history.column(name)[mine])

@@ -25,7 +25,8 @@ import h5py
 import numpy as np
 
 from bspcrawl import __version__
-from bspcrawl.index.store import PAGE_FIELDS, STATS_DTYPE, rank_path
+from bspcrawl.counters import STATS_DTYPE
+from bspcrawl.index.store import PAGE_FIELDS, rank_path
 
 CRAWL_FILE = "crawl.h5"
 _OURS = re.compile(r"(crawl|rank-\d{4})\.h5|segments|checkpoint|stop|warc")

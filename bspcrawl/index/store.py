@@ -37,7 +37,7 @@ Layout of ``DIR/rank-NNNN.h5`` (every dataset 1-D, one row per page unless said 
 ``/index/offsets``           int64       CSR row pointer into docs/tf, n_terms + 1 entries
 ``/index/docs``              int64       doc ids of each term's postings, increasing
 ``/index/tf``                int32       term frequency in that doc
-``/stats``                   compound    one row per superstep (fields: ``STATS_DTYPE``)
+``/stats``                   compound    one row per superstep (``counters.STATS_DTYPE``)
 ``/history``, ``/validators`` groups      every version fetched, each URL's validators
 ``/warc/files``              str         the WARC files ``/history/warc_file`` indexes
 ===========================  ==========  ===================================================
@@ -64,11 +64,11 @@ import h5py
 import numpy as np
 
 from bspcrawl import __version__
+from bspcrawl.counters import STATS_DTYPE
 from bspcrawl.index import archive as archive_mod
 from bspcrawl.index.archive import Archive
 from bspcrawl.index.terms import TermCounts, term_hash
-from bspcrawl.partition import Directory
-from bspcrawl.robots.fetcher import FetchResult
+from bspcrawl.messages import FetchResult
 
 STR = h5py.string_dtype()
 VOCAB = h5py.string_dtype("ascii")  # a term's raw bytes, as they are (segments)
@@ -78,16 +78,6 @@ PAGE_FIELDS: dict[str, np.dtype | type] = {
     "seq": np.int64, "doc_id": np.int64, "content_fp": np.uint64, "redirect": STR,
     "revisit": np.uint8,
 }
-STATS_DTYPE = np.dtype([
-    ("rank", np.int32), ("superstep", np.int64), ("time", np.float64), ("pages", np.int64),
-    ("pages_ok", np.int64), ("errors", np.int64), ("bytes", np.int64),
-    ("frontier", np.int64), ("in_flight", np.int64), ("seen", np.int64),
-    ("urls_in", np.int64), ("urls_out", np.int64), ("urls_remote", np.int64),
-    ("new_urls", np.int64),
-    ("duplicates", np.int64), ("robots_denied", np.int64), ("filtered", np.int64),
-    ("retried", np.int64), ("deferred", np.int64), ("late", np.int64),
-    ("rescheduled", np.int64), ("robots_replaced", np.int64), ("wait_s", np.float64),
-])
 FORMAT = "bspcrawl-rank"
 
 
@@ -269,13 +259,13 @@ class RankStore:
         self.link_buffer, self.link_counts = [], []
         self.batch_terms, self.batch_tfs, self.batch_docs, self.batch_lens = [], [], [], []
 
-    def carry(self, previous: Path, directory: Directory) -> None:
-        """Begin a recrawl: seal this rank's share (by ``directory``) of the crawl in
-        ``previous`` (history, validators) as the carried segment; take it into the
-        archive."""
+    def carry(self, previous: Path, owns: Callable[[int], bool]) -> None:
+        """Begin a recrawl: seal this rank's share (the hosts it ``owns``, by host hash)
+        of the crawl in ``previous`` (history, validators) as the carried segment; take
+        it into the archive."""
         assert self.archive is not None
         self.seal(archive_mod.PREVIOUS, rows=lambda f: archive_mod.carry(
-            previous, self.out, self.rank, directory, f))
+            previous, self.out, owns, f))
         with h5py.File(segments(self.out, self.rank)[0][1], "r") as f:
             self.archive.replay(f)
 

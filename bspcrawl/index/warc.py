@@ -71,7 +71,7 @@ from warcio.statusandheaders import StatusAndHeaders
 
 from bspcrawl import __version__
 from bspcrawl.index.history import Version
-from bspcrawl.robots.fetcher import FetchResult
+from bspcrawl.messages import FetchResult
 
 OPEN = ".open"
 MAX_BYTES = 1 << 30  # default size at which a file is finished and the next one begun

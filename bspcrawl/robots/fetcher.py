@@ -2,7 +2,7 @@
 
 As in Dominos (``../shared/seeds/001_*``) the robots are libcurl transfers, not Python
 threads: a single background thread (named ``robots``) runs a ``CurlMulti`` with up to
-``fetch_robots`` transfers at once, so the network waits overlap while Python work stays
+``fetch_workers`` transfers at once, so the network waits overlap while Python work stays
 on one thread (DESIGN.md, "one thread of Python work per process").
 
 Politeness is enforced here, on the wall clock: each host's jobs wait in a FIFO (schedule
@@ -36,16 +36,15 @@ import socket
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass, field
 
 import pycurl
 
-from bspcrawl.index.validators import revalidate
+from bspcrawl.messages import FetchJob, FetchResult
 from bspcrawl.robots.addresses import AddressPolicy
-from bspcrawl.robots.politeness import RETRY_STATUSES, backoff, retry_after
+from bspcrawl.robots.politeness import RETRY_STATUSES, Politeness, retry_after
+from bspcrawl.robots.robotstxt import MAX_ROBOTS_BYTES
 from bspcrawl.settings import Settings
 
-ROBOTS_TXT_MAX = 500 * 1024  # RFC 9309 2.5: parse at least 500 KiB; we read no more
 ROBOTS_TXT_HOPS = 5  # RFC 9309 2.3.1.2: follow at least five redirects for robots.txt
 WAIT_MAX = 0.05  # s, the longest the robots thread sleeps between looks at its state
 
@@ -68,46 +67,6 @@ _ERRORS = {
     # a malformed status line or header, two different Content-Lengths, ...
     100: "headers_too_large",  # CURLE_TOO_LARGE (libcurl 8.6): past libcurl's header limits
 }
-
-
-@dataclass(slots=True)
-class FetchJob:
-    """One URL to fetch: job ``index`` of schedule ``seq``."""
-
-    seq: int
-    index: int
-    url: str
-    host: str
-    delay: float = 0.0
-    robots: bool = False
-    depth: int = 0
-    hops: int = 0
-    revalidate: tuple[str, int] = ("", 0)  # ETag, Last-Modified to send conditionally
-    headers: tuple[str, ...] = ()  # the conditional header lines sent (set by the robot)
-    fp: int = 0  # the URL's seen-set fingerprint (0 for robots.txt)
-
-
-@dataclass(slots=True)
-class FetchResult:
-    """What a robot brings back. ``status`` is 0 and ``error`` names the kind on failure.
-
-    ``revisit``: 0 for a transfer; 1 for a 304 and 2 for a URL not fetched because its
-    archived copy was still fresh, whose ``body`` and ``content_type`` were restored from
-    the archive (``bspcrawl.index.archive``).
-    """
-
-    job: FetchJob
-    status: int = 0
-    error: str = ""
-    content_type: str = ""
-    location: str = ""
-    body: bytes = b""
-    started: float = 0.0  # Unix time the transfer started
-    elapsed: float = 0.0
-    ended: float = 0.0  # time.monotonic() when it ended (for the host's rest)
-    retry_after: float | None = None  # seconds, from a 429/503's Retry-After
-    headers: dict[str, str] = field(default_factory=dict)
-    revisit: int = 0
 
 
 class _Transfer:
@@ -156,19 +115,18 @@ class _Transfer:
             threading.Event().wait()
         self.job, self.parts, self.size, self.headers = job, [], 0, {}
         self.blocked = ""
-        self.limit_now = ROBOTS_TXT_MAX if job.robots else self.limit
+        self.limit_now = MAX_ROBOTS_BYTES if job.robotstxt else self.limit
         c = self.curl
         c.setopt(pycurl.URL, job.url)
-        c.setopt(pycurl.FOLLOWLOCATION, 1 if job.robots else 0)
+        c.setopt(pycurl.FOLLOWLOCATION, 1 if job.robotstxt else 0)
         c.setopt(pycurl.MAXREDIRS, ROBOTS_TXT_HOPS)
-        job.headers = revalidate(*job.revalidate)
         c.setopt(pycurl.HTTPHEADER, list(job.headers))
         self.started = time.time()
 
     def _write(self, data: bytes) -> int | None:
         self.size += len(data)
         if self.size > self.limit_now:
-            if self.job is not None and self.job.robots:  # keep the first 500 KiB, stop
+            if self.job is not None and self.job.robotstxt:  # keep the first 500 KiB, stop
                 self.parts.append(data[: len(data) - (self.size - self.limit_now)])
             return 0  # abort: E_WRITE_ERROR
         self.parts.append(data)
@@ -187,7 +145,7 @@ class _Transfer:
         res = FetchResult(self.job, started=self.started, headers=self.headers)
         res.elapsed = time.time() - self.started
         res.status = int(c.getinfo(pycurl.RESPONSE_CODE) or 0)
-        truncated_robots = errno == pycurl.E_WRITE_ERROR and self.job.robots
+        truncated_robots = errno == pycurl.E_WRITE_ERROR and self.job.robotstxt
         if errno and not truncated_robots:
             res.error = "blocked_address" if self.blocked else _ERRORS.get(errno, f"curl_{errno}")
             res.status = 0
@@ -203,7 +161,7 @@ class _Transfer:
 
 
 class Fetcher:
-    """A background thread that fetches :class:`FetchJob` s with ``fetch_robots`` transfers.
+    """A background thread that fetches :class:`FetchJob` s with ``fetch_workers`` transfers.
 
     BEWARE: only the ``robots`` thread touches curl handles; the scheduler talks to it
     through :meth:`submit` and :meth:`get` alone.
@@ -211,6 +169,7 @@ class Fetcher:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.politeness = Politeness.from_settings(settings)
         self._inbox: queue.SimpleQueue[FetchJob] = queue.SimpleQueue()
         self._results: queue.SimpleQueue[FetchResult] = queue.SimpleQueue()
         self._stop = threading.Event()
@@ -265,10 +224,7 @@ class Fetcher:
     def _finish(self, res: FetchResult) -> None:
         """Hand a result over and let the host's next job start after its rest."""
         host = res.job.host
-        pause = res.job.delay
-        if res.status in RETRY_STATUSES:
-            pause = max(pause, backoff(1, res.retry_after, self.settings.politeness_max_backoff))
-        self._free_at[host] = (res.ended or time.monotonic()) + pause
+        self._free_at[host] = res.ended + self.politeness.rest(res)
         q = self._queues[host]
         q.popleft()
         if q:
@@ -280,7 +236,7 @@ class Fetcher:
     def _run(self) -> None:
         multi = pycurl.CurlMulti()
         policy = AddressPolicy(self.settings.fetch_allow_net)
-        idle = [_Transfer(self.settings, policy) for _ in range(self.settings.fetch_robots)]
+        idle = [_Transfer(self.settings, policy) for _ in range(self.settings.fetch_workers)]
         active: dict[pycurl.Curl, _Transfer] = {}
         queues = self._queues
         resting, ready = self._resting, self._ready
@@ -308,7 +264,8 @@ class Fetcher:
                 try:
                     tr.start(job)
                 except pycurl.error:  # libcurl refused the URL: the bad web is data
-                    self._finish(FetchResult(job, error="invalid_url", started=time.time()))
+                    self._finish(FetchResult(job, error="invalid_url", started=time.time(),
+                                             ended=time.monotonic()))
                     continue
                 idle.pop()
                 multi.add_handle(tr.curl)

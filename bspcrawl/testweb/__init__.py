@@ -1,13 +1,19 @@
 """A deterministic local web on loopback for bspcrawl's tests, demo and benchmarks.
 
-- :mod:`~bspcrawl.testweb.model`: :class:`WebConfig`, :class:`Web` (sites, pages, links,
-  robots.txt, dead links, redirects, rendered HTML, epochs) and the ground truth
-  :meth:`Web.truth`, the exact set of URLs a correct robots.txt-obeying crawl fetches;
-  on an adversarial web also :meth:`Web.may_give_up`, :meth:`Web.must_not_fetch` and
-  :meth:`Web.trap_limit`;
+Submodules, each importing only those listed before it:
+
+- :mod:`~bspcrawl.testweb.config`: :class:`WebConfig` (the parameters of a web, checked),
+  :data:`ADVERSARIAL` (what ``--adversarial`` turns on), the resource kinds and host roles;
+- :mod:`~bspcrawl.testweb.options`: a WebConfig as command-line options and back
+  (:func:`config_from_args`, :func:`config_argv`);
 - :mod:`~bspcrawl.testweb.adversarial`: what real crawls meet (dead, resetting, slow,
   throttling and flaky hosts, mirrors, redirect loops, junk, huge pages, gzip bombs, soft
   404s, spider traps), each switched on by a WebConfig field, all by ``--adversarial``;
+- :mod:`~bspcrawl.testweb.model`: :class:`Web` (sites, pages, links, robots.txt, dead
+  links, redirects, rendered HTML, epochs; the adversarial hosts added by
+  :mod:`.adversarial`) and the ground truth :meth:`Web.truth`, the exact set of URLs a
+  correct robots.txt-obeying crawl fetches; on an adversarial web also
+  :meth:`Web.may_give_up`, :meth:`Web.must_not_fetch` and :meth:`Web.trap_limit`;
 - :mod:`~bspcrawl.testweb.server`: an asyncio HTTP/1.1 server, one listening socket per
   host address ``127.1.a.b:PORT``; :func:`running` (a thread, for tests),
   :func:`running_process` (a child process: no shared GIL) and :func:`serve_forever` (CLI);
@@ -26,9 +32,11 @@ import importlib
 # knows the testweb subcommands) does not import the server and its asyncio
 _EXPORTS = {name: module for module, names in {
     "cli": ("add_arguments", "add_subcommands", "cmd_seeds", "cmd_serve", "cmd_truth",
-            "config_argv", "config_from_args", "read_seeds"),
-    "model": ("ADVERSARIAL", "AGENT", "DEAD", "PAGE", "REDIRECT", "SPECIAL", "TRAPS",
-              "UNRELIABLE", "Truth", "Web", "WebConfig", "host_address"),
+            "read_seeds"),
+    "config": ("ADVERSARIAL", "DEAD", "PAGE", "REDIRECT", "SPECIAL", "TRAPS", "UNRELIABLE",
+               "WebConfig"),
+    "model": ("AGENT", "Truth", "Web", "host_address"),
+    "options": ("config_argv", "config_from_args"),
     "server": ("PortInUseError", "TestWebServer", "free_port", "running", "running_process",
                "serve_forever"),
 }.items() for name in names}

@@ -32,9 +32,14 @@ the default seeds meets every one of them. Roles (WebConfig switch in brackets):
 ``soft404`` is a flag on polite sites instead: there, every unknown path (and every dead
 link) answers 200 with a "not found" page that links ``/``.
 
-Unreliable roles (:data:`~.model.UNRELIABLE`) serve small sites of :data:`SMALL_SITE`
+Unreliable roles (:data:`~.config.UNRELIABLE`) serve small sites of :data:`SMALL_SITE`
 pages; the server (:mod:`.server`) plays the role, this module only says what each URL
 holds: :func:`reply` for a resource of the table, :func:`reply_unknown` for any other path.
+
+The model calls in here (:meth:`.model.Web.__init__` calls :func:`extend`, and
+:meth:`.model.Web.reply` and :meth:`.model.Web.reply_unknown` hand over to :func:`reply`
+and :func:`reply_unknown`); this module takes the resource kinds, the roles and
+:class:`~.config.WebConfig` from :mod:`.config` and sees a web only as a :class:`WebLike`.
 """
 
 from __future__ import annotations
@@ -48,15 +53,12 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import ada_url
 import numpy as np
 
-from bspcrawl.testweb import model  # circular: model imports this module; used at run time
-
-if TYPE_CHECKING:
-    from bspcrawl.testweb.model import Web
+from bspcrawl.testweb.config import PAGE, REDIRECT, SPECIAL, TRAPS, UNRELIABLE, WebConfig
 
 SALT = 0xAD7E
 SLOW_DELAY = 1.0  # s before a slow host answers
@@ -88,13 +90,48 @@ Reply = tuple[int, list[str], "bytes | Stream"]
 """(status, header lines without Content-Length, body) of one answer."""
 
 
+class WebLike(Protocol):
+    """The parts of a :class:`~.model.Web` this module reads and (in :func:`extend`, while
+    the web is built) writes; :mod:`.model` calls in here, so this module names them
+    instead of importing the class."""
+
+    config: WebConfig
+    words: list[str]
+    origins: list[str]
+    site_start: np.ndarray
+    role: list[str]
+    soft404: np.ndarray
+    disallow: list[tuple[str, ...]]
+    host: np.ndarray
+    path: list[str]
+    kind: np.ndarray
+    allowed: np.ndarray
+    redirect_target: np.ndarray
+    copy_of: np.ndarray
+    extra: dict[int, list[int]]
+    sure: np.ndarray
+    sure_links: np.ndarray
+    _index: list[dict[str, int]]
+    _robots: list[str | None]
+    _redirects: dict[int, tuple[int, str]]
+    _special: dict[int, tuple]
+
+    def url(self, r: int) -> str: ...
+
+    def resource(self, url: str) -> int: ...
+
+    def _allowed_path(self, h: int, path: str) -> bool: ...
+
+    def _render(self, page: int) -> bytes: ...
+
+
 # ------------------------------------------------------------------------ construction
 
 
 class _Table:
     """The web's resource table as Python lists while hosts are added."""
 
-    def __init__(self, web: Web) -> None:
+    def __init__(self, web: WebLike) -> None:
         self.web = web
         self.hosts = web.host.tolist()
         self.kinds = web.kind.tolist()
@@ -121,7 +158,7 @@ class _Table:
         return r
 
     def redirect(self, h: int, path: str, status: int, location: str) -> int:
-        r = self.add(h, path, model.REDIRECT)
+        r = self.add(h, path, REDIRECT)
         self.web._redirects[r] = (status, location)
         return r
 
@@ -135,7 +172,7 @@ class _Table:
         web.redirect_target = np.full(n, -1, dtype=np.int64)
         web.redirect_target[: old.size] = old
         for r in range(old.size, n):
-            if self.kinds[r] == model.REDIRECT:
+            if self.kinds[r] == REDIRECT:
                 status, location = web._redirects[r]
                 web.redirect_target[r] = web.resource(_join(web.url(r), location))
         web.allowed = np.array(
@@ -153,7 +190,7 @@ def _join(base: str, href: str) -> str:
     return u.href
 
 
-def extend(web: Web) -> None:
+def extend(web: WebLike) -> None:
     """Add the adversarial hosts and flags of ``web.config`` to ``web`` (in construction)."""
     cfg = web.config
     rng = np.random.default_rng([cfg.seed, SALT])
@@ -180,7 +217,7 @@ def extend(web: Web) -> None:
         web.extra[m] = _copied_links(web, m, r)
     web.sure = np.ones(len(web.path), dtype=bool)
     web.sure_links = np.ones(len(web.path), dtype=bool)
-    unreliable = np.array([role in model.UNRELIABLE for role in web.role])
+    unreliable = np.array([role in UNRELIABLE for role in web.role])
     web.sure &= ~unreliable[web.host]
     for r, spec in web._special.items():
         if spec[0] in ("huge", "bomb"):
@@ -189,7 +226,7 @@ def extend(web: Web) -> None:
             web.sure_links[r] = False
 
 
-def _mirror_originals(web: Web, rng: np.random.Generator, n: int) -> list[int]:
+def _mirror_originals(web: WebLike, rng: np.random.Generator, n: int) -> list[int]:
     """Polite sites to copy: no seed hosts or soft-404 sites, 3 to 60 resources, if there
     are such."""
     if not n:
@@ -209,9 +246,9 @@ def _mirror(table: _Table, orig: int) -> int:
     h = table.host("mirror", web._robots[orig], web.disallow[orig])
     for r in np.flatnonzero(web.host == orig).tolist():
         kind, path = int(web.kind[r]), web.path[r]
-        if kind == model.PAGE:  # a SPECIAL copy
-            table.copies.append((table.add(h, path, model.SPECIAL), r))
-        elif kind == model.REDIRECT:
+        if kind == PAGE:  # a SPECIAL copy
+            table.copies.append((table.add(h, path, SPECIAL), r))
+        elif kind == REDIRECT:
             table.redirect(h, path, *web._redirects[r])
         else:
             table.add(h, path, kind)
@@ -221,7 +258,7 @@ def _mirror(table: _Table, orig: int) -> int:
 _HREF = re.compile(rb"""<(base|a) href=(?:"([^"]*)"|'([^']*)')""")
 
 
-def _copied_links(web: Web, r: int, orig: int) -> list[int]:
+def _copied_links(web: WebLike, r: int, orig: int) -> list[int]:
     """Resources that the links of page ``orig``'s HTML reach when served at ``r``'s URL."""
     base = url = web.url(r)
     out = []
@@ -239,8 +276,8 @@ def _copied_links(web: Web, r: int, orig: int) -> list[int]:
 def _small_site(table: _Table, h: int) -> None:
     """A home page and pages /p1.html .. linking home and the next one (SMALL_SITE pages)."""
     web = table.web
-    home = table.add(h, "/", model.SPECIAL, ("page",))
-    pages = [table.add(h, f"/p{i}.html", model.SPECIAL, ("page",)) for i in range(1, SMALL_SITE)]
+    home = table.add(h, "/", SPECIAL, ("page",))
+    pages = [table.add(h, f"/p{i}.html", SPECIAL, ("page",)) for i in range(1, SMALL_SITE)]
     web.extra[home] = pages
     for i, p in enumerate(pages):
         web.extra[p] = [home, pages[(i + 1) % len(pages)]]
@@ -248,7 +285,7 @@ def _small_site(table: _Table, h: int) -> None:
 
 def _redirect_site(table: _Table, h: int) -> None:
     web = table.web
-    home = table.add(h, "/", model.SPECIAL, ("page",))
+    home = table.add(h, "/", SPECIAL, ("page",))
     a = table.redirect(h, "/loop/a", 302, "b")
     table.redirect(h, "/loop/b", 301, web.origins[h] + "/loop/a")
     me = table.redirect(h, "/self", 307, "/self")
@@ -257,7 +294,7 @@ def _redirect_site(table: _Table, h: int) -> None:
         last = i == CHAIN_HOPS - 1
         location = "/chain/end.html" if last else (f"{i + 1}" if i % 2 else f"/chain/{i + 1}")
         chain.append(table.redirect(h, f"/chain/{i}", (301, 308, 302)[i % 3], location))
-    end = table.add(h, "/chain/end.html", model.SPECIAL, ("page",))
+    end = table.add(h, "/chain/end.html", SPECIAL, ("page",))
     web.extra[home] = [a, me, chain[0]]
     web.extra[end] = [home]
 
@@ -268,7 +305,7 @@ _MISMADE = ("broken", "nested", "badutf8", "charset", "utf16")
 
 def _junk_site(table: _Table, h: int) -> None:
     web, cfg = table.web, table.web.config
-    home = table.add(h, "/", model.SPECIAL, ("page",))
+    home = table.add(h, "/", SPECIAL, ("page",))
     kinds = (list(_JUNK + _MISMADE) if cfg.junk else []) + ["huge"] * cfg.huge
     kinds += ["bomb"] * cfg.bomb
     paths = dict(
@@ -280,16 +317,16 @@ def _junk_site(table: _Table, h: int) -> None:
     )
     web.extra[home] = []
     for kind in kinds:
-        r = table.add(h, paths.get(kind, f"/{kind}.html"), model.SPECIAL, (kind,))
+        r = table.add(h, paths.get(kind, f"/{kind}.html"), SPECIAL, (kind,))
         web.extra[home].append(r)
         if kind in _MISMADE or kind == "huge":
-            behind = table.add(h, f"/behind/{kind}.html", model.SPECIAL, ("page",))
+            behind = table.add(h, f"/behind/{kind}.html", SPECIAL, ("page",))
             web.extra[r] = [behind]
             web.extra[behind] = [home]
 
 
 def _trap_site(table: _Table, h: int) -> None:
-    table.add(h, "/", model.SPECIAL, (table.web.role[h],))  # the inside is not in the table
+    table.add(h, "/", SPECIAL, (table.web.role[h],))  # the inside is not in the table
 
 
 _SITES: dict[str, Callable[[_Table, int], None]] = {
@@ -303,20 +340,20 @@ _SITES: dict[str, Callable[[_Table, int], None]] = {
 # --------------------------------------------------------------------------- answers
 
 
-def reply(web: Web, r: int) -> Reply:
+def reply(web: WebLike, r: int) -> Reply:
     """The answer to SPECIAL resource ``r`` (mirror pages excepted: the server serves their
     originals)."""
     spec = web._special[r]
     return _MAKERS[spec[0]](web, int(web.host[r]), web.path[r], r)
 
 
-def reply_unknown(web: Web, h: int, target: str) -> Reply | None:
+def reply_unknown(web: WebLike, h: int, target: str) -> Reply | None:
     """The answer to a path of host ``h`` that is not a resource (or is a dead link):
     a soft 404, a page of a spider trap, or ``None`` for a plain 404."""
     if web.soft404[h]:
         return 200, [_HTML], _soft404_page()
     role = web.role[h]
-    if role in model.TRAPS:
+    if role in TRAPS:
         return trap_page(web, h, target)
     return None
 
@@ -331,12 +368,12 @@ def _soft404_page() -> bytes:
     )
 
 
-def _words(web: Web, key: str, n: int) -> list[str]:
+def _words(web: WebLike, key: str, n: int) -> list[str]:
     rnd = random.Random(f"{web.config.seed}:{key}")
     return rnd.choices(web.words[:1500], k=n)
 
 
-def _html_page(web: Web, key: str, title: str, hrefs: list[str], words: int = 120) -> bytes:
+def _html_page(web: WebLike, key: str, title: str, hrefs: list[str], words: int = 120) -> bytes:
     """A small page: a title, a paragraph of ``words`` words and a list of links."""
     labels = _words(web, key + "#", len(hrefs))
     items = "".join(
@@ -349,18 +386,18 @@ def _html_page(web: Web, key: str, title: str, hrefs: list[str], words: int = 12
     ).encode()
 
 
-def _href(web: Web, h: int, t: int) -> str:
+def _href(web: WebLike, h: int, t: int) -> str:
     """A link from host ``h`` to resource ``t``: root-relative on the same host."""
     return web.path[t] if web.host[t] == h else web.url(t)
 
 
-def _page(web: Web, h: int, path: str, r: int) -> Reply:
+def _page(web: WebLike, h: int, path: str, r: int) -> Reply:
     hrefs = [_href(web, h, t) for t in web.extra.get(r, [])]
     title = f"{web.role[h] or 'site'}: {path}"
     return 200, [_HTML], _html_page(web, f"{h}{path}", title, hrefs, 60 + len(path) * 7)
 
 
-def _png(web: Web, h: int, path: str, r: int) -> Reply:
+def _png(web: WebLike, h: int, path: str, r: int) -> Reply:
     def chunk(kind: bytes, data: bytes) -> bytes:
         crc = struct.pack(">I", zlib.crc32(kind + data))
         return struct.pack(">I", len(data)) + kind + data + crc
@@ -378,11 +415,11 @@ _GIF = bytes.fromhex(
 )
 
 
-def _gif(web: Web, h: int, path: str, r: int) -> Reply:
+def _gif(web: WebLike, h: int, path: str, r: int) -> Reply:
     return 200, ["Content-Type: image/gif"], _GIF
 
 
-def _pdf(web: Web, h: int, path: str, r: int) -> Reply:
+def _pdf(web: WebLike, h: int, path: str, r: int) -> Reply:
     body = (
         b"%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n"
         b"2 0 obj << /Type /Pages /Kids [3 0 R] /Count 1 >> endobj\n"
@@ -392,24 +429,24 @@ def _pdf(web: Web, h: int, path: str, r: int) -> Reply:
     return 200, ["Content-Type: application/pdf"], body
 
 
-def _octets(web: Web, h: int, path: str, r: int) -> Reply:
+def _octets(web: WebLike, h: int, path: str, r: int) -> Reply:
     body = random.Random(f"{web.config.seed}:{path}").randbytes(8192)
     return 200, ["Content-Type: application/octet-stream"], body
 
 
-def _binary(web: Web, h: int, path: str, r: int) -> Reply:
+def _binary(web: WebLike, h: int, path: str, r: int) -> Reply:
     return 200, [_HTML], random.Random(f"{web.config.seed}:{path}").randbytes(16384)
 
 
-def _empty(web: Web, h: int, path: str, r: int) -> Reply:
+def _empty(web: WebLike, h: int, path: str, r: int) -> Reply:
     return 200, [_HTML], b""
 
 
-def _behind(web: Web, r: int) -> str:
+def _behind(web: WebLike, r: int) -> str:
     return web.path[web.extra[r][0]]
 
 
-def _broken(web: Web, h: int, path: str, r: int) -> Reply:
+def _broken(web: WebLike, h: int, path: str, r: int) -> Reply:
     body = (
         "<html><head><title>Broken <b>markup</title>\n<body bgcolor=white>\n"
         "<p>An unclosed paragraph <div class=x>and a div<table><tr><td>cell<td>cell\n"
@@ -420,7 +457,7 @@ def _broken(web: Web, h: int, path: str, r: int) -> Reply:
     return 200, [_HTML], body.encode()
 
 
-def _nested(web: Web, h: int, path: str, r: int) -> Reply:
+def _nested(web: WebLike, h: int, path: str, r: int) -> Reply:
     body = (
         "<!DOCTYPE html>\n<html><head><title>Nested</title></head><body>\n"
         + "<div>" * NESTING
@@ -431,7 +468,7 @@ def _nested(web: Web, h: int, path: str, r: int) -> Reply:
     return 200, [_HTML], body.encode()
 
 
-def _badutf8(web: Web, h: int, path: str, r: int) -> Reply:
+def _badutf8(web: WebLike, h: int, path: str, r: int) -> Reply:
     body = (
         b'<!DOCTYPE html>\n<html><head><meta charset="utf-8"><title>Caf\xe9</title></head>\n'
         b"<body><p>Latin-1 caf\xe9, a lone \xc3\x28, a surrogate \xed\xa0\x80, overlong \xc0\xaf,"
@@ -441,17 +478,17 @@ def _badutf8(web: Web, h: int, path: str, r: int) -> Reply:
     return 200, [_HTML], body
 
 
-def _charset(web: Web, h: int, path: str, r: int) -> Reply:
+def _charset(web: WebLike, h: int, path: str, r: int) -> Reply:
     body = _html_page(web, path, "Unknown charset", [_behind(web, r)], 40)
     return 200, ["Content-Type: text/html; charset=x-no-such-charset"], body
 
 
-def _utf16(web: Web, h: int, path: str, r: int) -> Reply:
+def _utf16(web: WebLike, h: int, path: str, r: int) -> Reply:
     text = _html_page(web, path, "UTF-16", [_behind(web, r)], 40).decode()
     return 200, [_HTML], text.encode("utf-16-le")
 
 
-def _huge(web: Web, h: int, path: str, r: int) -> Reply:
+def _huge(web: WebLike, h: int, path: str, r: int) -> Reply:
     head = (
         "<!DOCTYPE html>\n<html><head><title>Huge</title></head><body>\n"
         f'<p><a href="{_behind(web, r)}">what follows the huge page</a></p>\n'
@@ -490,7 +527,7 @@ def gzip_bomb(size: int = BOMB_BYTES) -> tuple[int, bytes, bytes, bytes]:
     return size // mib, head, block, tail + struct.pack("<II", crc, size & 0xFFFFFFFF)
 
 
-def _bomb(web: Web, h: int, path: str, r: int) -> Reply:
+def _bomb(web: WebLike, h: int, path: str, r: int) -> Reply:
     count, head, block, tail = gzip_bomb()
 
     def chunks() -> Iterator[bytes]:
@@ -536,13 +573,13 @@ def add_months(year: int, month: int, k: int) -> tuple[int, int]:
     return i // 12, i % 12 + 1
 
 
-def session_id(web: Web, h: int, target: str, j: int) -> str:
+def session_id(web: WebLike, h: int, target: str, j: int) -> str:
     """The sid of link ``j`` on the page answered at ``target``: new for every target."""
     key = f"{web.config.seed}:{h}:{target}:{j}".encode()
     return hashlib.blake2b(key, digest_size=8).hexdigest()
 
 
-def trap_page(web: Web, h: int, target: str) -> Reply | None:
+def trap_page(web: WebLike, h: int, target: str) -> Reply | None:
     """A page of trap host ``h`` at ``target`` (``None``: 404)."""
     role = web.role[h]
     hrefs: list[str]
@@ -573,13 +610,13 @@ def trap_page(web: Web, h: int, target: str) -> Reply | None:
     return 200, [_HTML], _html_page(web, f"{h}{target}", title, hrefs, 80)
 
 
-def _trap_home(web: Web, h: int, path: str, r: int) -> Reply:
+def _trap_home(web: WebLike, h: int, path: str, r: int) -> Reply:
     answer = trap_page(web, h, path)
     assert answer is not None
     return answer
 
 
-_MAKERS: dict[str, Callable[[Web, int, str, int], Reply]] = {
+_MAKERS: dict[str, Callable[[WebLike, int, str, int], Reply]] = {
     "page": _page,
     "png": _png,
     "gif": _gif,

@@ -26,8 +26,10 @@ when the request head was read and end when the response was handed to the kerne
 (``time.monotonic()`` is system-wide, so other processes can compare); status 0 is a
 reset connection.
 
-Use :func:`running` from tests (a background thread with its own loop) and
-:func:`serve_forever` from the command line.
+Use :func:`running` from tests (a background thread with its own loop),
+:func:`running_process` for a server in a child process (``python -m bspcrawl.testweb
+serve`` with the web's config as options, :func:`~.options.config_argv`) and
+:func:`serve_forever` from the command line (:mod:`.cli` imports this module only then).
 """
 
 from __future__ import annotations
@@ -53,7 +55,9 @@ from typing import TextIO
 
 from bspcrawl.testweb import adversarial as adv
 from bspcrawl.testweb.adversarial import Reply, Stream
-from bspcrawl.testweb.model import PAGE, REDIRECT, SPECIAL, TRAPS, Web, host_address, host_index
+from bspcrawl.testweb.config import PAGE, REDIRECT, SPECIAL, TRAPS
+from bspcrawl.testweb.model import Web, host_address, host_index
+from bspcrawl.testweb.options import config_argv
 
 MAX_HEADER = 16 * 1024  # bytes of request head (request line + headers) accepted
 REQUEST_TIMEOUT = 30.0  # seconds a connection may stay idle or take to send a request head
@@ -533,8 +537,6 @@ def running_process(
     """Like :func:`running`, but the server is a child process (``python -m
     bspcrawl.testweb serve``), so it shares no GIL with the caller. Yields the Popen once
     the server listens; raises OSError with the child's message if it cannot start."""
-    from bspcrawl.testweb.cli import config_argv  # cli imports this module
-
     argv = [sys.executable, "-m", "bspcrawl.testweb", "serve", *config_argv(web.config)]
     if latency is not None:
         argv += ["--latency", f"{latency[0]!r},{latency[1]!r}"]

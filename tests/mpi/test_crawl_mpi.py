@@ -12,10 +12,11 @@ from pathlib import Path
 import pytest
 from mpi4py import MPI
 
+from bspcrawl.bsp import barrier
 from bspcrawl.index.inspect import urls
 from bspcrawl.index.output import join, prepare
 from bspcrawl.settings import Settings
-from bspcrawl.superstep import Crawl, wait
+from bspcrawl.superstep import Crawl
 from bspcrawl.testweb import Web
 from tests.crawling import serve
 
@@ -37,18 +38,18 @@ def test_crawl_on_a_communicator_fetches_exactly_the_truth(which):
         out = Path(out)
         if comm.rank == 0:
             prepare(out, overwrite=False)
-        wait([comm.Ibarrier()])
+        barrier(comm)
         settings = Settings(politeness_min_host_delay=0.0, politeness_response_factor=0.0,
-                            fetch_robots=4,
+                            fetch_workers=4,
                             fetch_allow_net=["127.0.0.0/8"]).validate()
         outcome = Crawl(comm, settings, out, web.seeds()).run()
-        wait([comm.Ibarrier()])
+        barrier(comm)
         if comm.rank == 0:
             join(out, comm.size, {"supersteps": outcome.supersteps, "urls_seen": outcome.seen,
                                   "wall_s": outcome.wall_s, "stopped": outcome.stopped})
             got = [u for u, _ in urls(out)]
             assert sorted(got) == web.truth(web.seeds())
             assert outcome.stopped == "done"
-        wait([world.Ibarrier()])  # the server outlives every rank's crawl
+        barrier(world)  # the server outlives every rank's crawl
     if which == "dup":
         comm.Free()

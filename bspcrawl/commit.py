@@ -1,0 +1,93 @@
+"""The commit pipeline: one fetched page, in schedule order, into the rank's index.
+
+The sequence window (``index/window.py``) releases results in the order they were
+scheduled; each page result then goes through, on the scheduler's thread (one thread of
+Python work per process, DESIGN.md):
+
+1. **restore**: a 304 or a page still fresh gets its archived body back
+   (``index/archive.py``), so it is parsed and indexed as if fetched again;
+2. **parse**, once: a 3xx yields its resolved ``Location`` as a new link (one more hop,
+   same depth); an HTML answer (2xx or revisit) is parsed by lexbor for links, index text
+   and ``<meta name="robots">`` (``robots/links.py``); ``X-Robots-Tag`` and the meta tag's
+   ``nofollow`` / ``noindex`` / ``none`` drop its links or its terms;
+3. **terms**: the text's term counts (``index/terms.py``);
+4. **archive**: WARC records, a history row and validators (``index/archive.py``);
+5. **store**: the page row, its out-links' fingerprints and its postings, with the next
+   dense doc id (``index/store.py``).
+
+robots.txt answers are not pages: the scheduler hands them to the frontier, never here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import xxhash
+
+from bspcrawl.index.archive import Archive
+from bspcrawl.index.store import RankStore
+from bspcrawl.index.terms import EMPTY, count_terms
+from bspcrawl.messages import FetchResult, Link
+from bspcrawl.robots.links import LinkCache, parse_html
+from bspcrawl.robots.robotstxt import header_directives
+from bspcrawl.urls import host_hash, resolve
+
+
+def is_html(result: FetchResult) -> bool:
+    """True for a response that should be parsed as HTML (by Content-Type, else sniffed)."""
+    ct = result.content_type.lower()
+    if ct:
+        return ct.startswith(("text/html", "application/xhtml"))
+    return b"<html" in result.body[:1024].lower()
+
+
+def charset(content_type: str) -> str | None:
+    """The ``charset`` parameter of a Content-Type header, if any."""
+    for param in content_type.split(";")[1:]:
+        name, _, value = param.partition("=")
+        if name.strip().lower() == "charset" and value.strip(' "'):
+            return value.strip(' "')
+    return None
+
+
+class Committer:
+    """Commits page results to one rank's archive and store (see the module docstring).
+
+    ``fingerprints`` maps URLs to their seen-set keys (the frontier's, so that the link
+    graph's targets match ``/pages/url_fp``); ``agent_token`` is matched against
+    ``X-Robots-Tag`` lines.
+    """
+
+    def __init__(self, archive: Archive, store: RankStore, agent_token: str,
+                 fingerprints: Callable[[list[str]], np.ndarray]) -> None:
+        self.archive, self.store, self.agent_token = archive, store, agent_token
+        self.fingerprints = fingerprints
+        self.cache = LinkCache()
+
+    def commit(self, result: FetchResult) -> list[Link]:
+        """Commit one page result; returns the links it yields (a redirect's target, or
+        the page's links unless nofollow)."""
+        job = result.job
+        redirect, found, terms = "", [], EMPTY
+        links: list[Link] = []
+        self.archive.restore(result, job.fp)
+        if result.location:
+            redirect = resolve(result.location, job.url) or ""
+            if redirect:
+                links.append(Link(redirect, job.depth, job.hops + 1))
+        elif (200 <= result.status < 300 or result.revisit) and is_html(result):
+            page = parse_html(result.body, job.url, self.cache,
+                              charset=charset(result.content_type))
+            header = header_directives(result.headers.get("x-robots-tag", ""),
+                                       self.agent_token)
+            if "nofollow" not in header and "none" not in header:
+                found = page.links
+            if not page.noindex and "noindex" not in header and "none" not in header:
+                terms = count_terms(page.text)
+            links.extend(Link(u, job.depth + 1) for u in found)
+        content_fp = xxhash.xxh3_64_intdigest(result.body) if result.body else 0
+        self.archive.record(result, job.fp, host_hash(job.host), content_fp)
+        self.store.commit(result, job.fp, redirect, self.fingerprints(found).tolist(),
+                          terms, content_fp)
+        return links

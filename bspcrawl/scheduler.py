@@ -1,0 +1,197 @@
+"""One rank's scheduler: the receive_messages and run steps of a superstep, without MPI.
+
+Marin et al. (2008), section 2: each superstep a rank's scheduler takes in the URLs the
+other ranks sent (:meth:`Scheduler.receive`: seen set, CBT) and runs (:meth:`Scheduler.run`):
+
+1. **commit**: when the sequence window holds ``fetch_workers`` outstanding schedules, the
+   oldest is released, waiting for its fetches if needed (Yioop's selective-repeat window,
+   ``index/window.py``), and its results are committed in schedule order: the frontier
+   accounts for each (politeness, robots.txt, 429/503 retries) and each page goes through
+   the commit pipeline (``commit.py``), which yields its links;
+2. **schedule**: the frontier gives this superstep's jobs (Q first, then the CBT's top R,
+   ``frontier.py``); the schedule gets the next sequence number; the archive answers the
+   pages still fresh at once; the rest go to the fetch workers (``robots/fetcher.py``),
+   who work on them in the background across supersteps.
+
+**Reproducible by construction.** Each superstep opens exactly one schedule (maybe empty)
+and commits the schedule opened ``fetch_workers`` supersteps earlier, whatever the fetch
+times are. For hosts without wall-clock politeness (``--min-host-delay 0
+--response-factor 0``, no Crawl-delay) nothing here reads the clock, so links, hosts freed
+and the CBT evolve alike in every run with the same seeds, settings and P: the same pages
+get the same doc ids (``tests/test_crawl.py`` and ``tests/mpi/test_crawl_mpi.py`` check it
+with random server latencies). With politeness on, a host's next job waits for its rest on
+the clock, so the order depends on timing. A straggler past
+``window_straggler_timeout`` does not hold the window: its schedule is committed without it
+and its result when it comes (``window/deferred``, ``window/late``).
+
+A fetcher thread that dies or hangs is replaced and its unanswered jobs are handed to the
+new one (Dominos' worker regeneration); a job that outlives ``MAX_RESCHEDULES`` threads is
+committed as the error ``robot_hang``.
+
+The clock, the sleep and the fetcher are parameters, so tests drive the scheduler with a
+fake clock and a fake fetcher.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from bspcrawl.commit import Committer
+from bspcrawl.counters import Stats
+from bspcrawl.frontier import Frontier
+from bspcrawl.index.archive import Archive
+from bspcrawl.index.window import DEFERRED, Window
+from bspcrawl.messages import FetchJob, FetchResult, Link
+from bspcrawl.robots.fetcher import Fetcher
+from bspcrawl.settings import Settings
+
+MAX_RESCHEDULES = 2  # fetcher threads a job may outlive (hang) before it is an error
+IDLE_SLEEP = 0.005  # s, a superstep's pause when all of a rank's hosts are resting
+COLLECT_WAIT = 0.05  # s, the longest wait for one result while a schedule is due
+
+
+class FetcherLike(Protocol):
+    """What the scheduler needs of the fetch workers (:class:`Fetcher`, or a test's)."""
+
+    def submit(self, jobs: list[FetchJob]) -> None: ...
+    def get(self, timeout: float | None = None) -> FetchResult | None: ...
+    def healthy(self, stall: float) -> bool: ...
+    def close(self, wait: float = 10.0) -> None: ...
+
+
+class Scheduler:
+    """The receive and run steps of one rank (see the module docstring).
+
+    API: :meth:`receive` the links delivered, :meth:`run` (commit, then schedule; returns
+    the links found), :meth:`unreleased` page jobs, :meth:`unfinished` jobs (for a
+    checkpoint), :meth:`close`.
+    """
+
+    def __init__(self, settings: Settings, frontier: Frontier, window: Window,
+                 archive: Archive, committer: Committer, stats: Stats,
+                 fetcher: Callable[[Settings], FetcherLike] = Fetcher,
+                 clock: Callable[[], float] = time.monotonic,
+                 wall: Callable[[], float] = time.time,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
+        self.settings, self.frontier, self.window = settings, frontier, window
+        self.archive, self.committer, self.stats = archive, committer, stats
+        self.new_fetcher, self.clock, self.wall, self.sleep = fetcher, clock, wall, sleep
+        self.fetcher = fetcher(settings)
+        self.reschedules: dict[tuple[int, int], int] = {}  # (seq, index) -> threads outlived
+
+    def receive(self, links: list[Link]) -> int:
+        """receive_messages: links into the seen set and the CBT; returns how many were
+        new."""
+        self.stats["exchange/urls_in"] += len(links)
+        return self.frontier.receive(links)
+
+    def run(self, draining: bool) -> list[Link]:
+        """run: commit what the window releases, then open this superstep's schedule
+        (none while ``draining``: then every outstanding schedule is committed)."""
+        links: list[Link] = []
+        self._supervise()
+        while self.window.full() or (draining and len(self.window)):
+            seq = self.window.base
+            self._wait_for(seq, draining)
+            for sched in self.window.release(upto=seq):
+                for result in sched.results:
+                    if result is not DEFERRED:
+                        self._commit(result, links)
+        self._collect(COLLECT_WAIT if draining and self.window.deferred else None)
+        for result in self.window.late:  # stragglers deferred earlier, committed once
+            self._commit(result, links)
+        self.stats["window/late"] += len(self.window.late)
+        self.window.late.clear()
+        if not draining:
+            self._schedule(links)
+        self.stats["exchange/urls_found"] += len(links)
+        return links
+
+    def _schedule(self, links: list[Link]) -> None:
+        """Open this superstep's schedule and hand it out (fresh pages to the window)."""
+        jobs = self.frontier.next_jobs(self.window.next_seq)
+        self.window.open(jobs, self.wall())
+        cached = self.archive.plan([j for j in jobs if not j.robotstxt], self.wall())
+        fresh = {id(r.job) for r in cached}
+        self.fetcher.submit([j for j in jobs if id(j) not in fresh] if fresh else jobs)
+        for r in cached:
+            self.window.deliver(r.job.seq, r.job.index, r)
+        if not jobs and not links and (self.frontier.resting or self.frontier.revisits):
+            self.sleep(IDLE_SLEEP)  # every host with URLs is resting: do not spin
+
+    def _commit(self, result: FetchResult, links: list[Link]) -> None:
+        """Account for one result and commit it if it is a page's final answer."""
+        if not self.frontier.done(result):
+            return
+        links += self.committer.commit(result)
+        after = self.settings.crawl_revisit_after
+        if after and (200 <= result.status < 300 or result.revisit):
+            job = result.job
+            self.frontier.revisit_later(Link(job.url, job.depth, job.hops), job.fp,
+                                        self.clock() + after)
+
+    def _collect(self, timeout: float | None = None) -> None:
+        """Deliver every finished result to the window (waiting up to ``timeout`` s for
+        the first one; None: do not wait)."""
+        result = self.fetcher.get(timeout)
+        while result is not None:
+            self.window.deliver(result.job.seq, result.job.index, result)
+            result = self.fetcher.get()
+
+    def _wait_for(self, seq: int, draining: bool) -> None:
+        """Deliver results to the window until schedule ``seq`` is acknowledged, or defer
+        its stragglers after ``window_straggler_timeout`` (not while draining)."""
+        t0 = self.clock()
+        timeout = self.settings.window_straggler_timeout
+        self._collect()
+        while not self.window.acknowledged(seq):
+            self._supervise()
+            if timeout and not draining and self.clock() - t0 >= timeout:
+                self.stats["window/deferred"] += self.window.defer(seq)
+                break
+            self._collect(COLLECT_WAIT)
+        self.stats["time/wait"] += self.clock() - t0
+
+    def _supervise(self) -> None:
+        """Replace a fetcher thread that died or hung and hand its unanswered jobs to the
+        new one; a job given up on by ``MAX_RESCHEDULES`` threads is committed as the
+        error ``robot_hang``."""
+        stall = self.settings.window_straggler_timeout or 30.0
+        if self.fetcher.healthy(stall):
+            return
+        self._collect()
+        self.fetcher.close(wait=0.0)
+        self.fetcher = self.new_fetcher(self.settings)
+        self.stats["fetcher/replaced"] += 1
+        unanswered = [(s.seq, i, job) for s in self.window.outstanding.values()
+                      for i, job in enumerate(s.jobs) if s.results[i] is None]
+        unanswered += [(seq, i, job) for (seq, i), job in self.window.deferred.items()]
+        again = []
+        for seq, i, job in unanswered:
+            tries = self.reschedules[(seq, i)] = self.reschedules.get((seq, i), 0) + 1
+            if seq in self.window.outstanding:
+                self.window.outstanding[seq].reschedule_count += 1
+            if tries > MAX_RESCHEDULES:
+                self.window.deliver(seq, i, FetchResult(job, error="robot_hang",
+                                                        ended=self.clock()))
+            else:
+                again.append(job)
+        self.stats["window/rescheduled"] += len(again)
+        self.fetcher.submit(again)
+
+    def unreleased(self) -> int:
+        """Page jobs scheduled and not committed yet (a deferred one too); a robots.txt
+        job is not a page, and while one is out its host's URLs wait in the frontier."""
+        return sum(not j.robotstxt for s in self.window.outstanding.values()
+                   for j in s.jobs) + len(self.window.deferred)
+
+    def unfinished(self) -> list[FetchJob]:
+        """Jobs scheduled and not committed (to fetch again after a resume)."""
+        jobs = [j for sched in self.window.outstanding.values() for j in sched.jobs]
+        return jobs + list(self.window.deferred.values())
+
+    def close(self) -> None:
+        """Stop the fetcher thread."""
+        self.fetcher.close()
