@@ -252,6 +252,8 @@ def _inspect(args: argparse.Namespace, out: Path) -> None:
     for key, value in info.items():
         if key == "files":
             value = "\n  ".join([""] + value)
+        elif key == "counters":
+            value = "".join(f"\n  {name:24} {n}" for name, n in value.items())
         print(f"{key:14} {value}")
 
 

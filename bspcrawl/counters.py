@@ -140,12 +140,15 @@ def synced(vector: Iterable[int]) -> dict[str, int]:
 
 def summarise(stats: np.ndarray, ranks: int) -> dict[str, float]:
     """The crawl's counters from its ``/stats`` rows: totals and gauges from each rank's
-    last row, summed over the ranks; step counters summed over every row."""
+    last row, summed over the ranks (a clock: the largest); step counters summed over
+    every row."""
     out: dict[str, float] = {}
     last = [stats[stats["rank"] == r][-1:] for r in range(ranks)]
     for c in COUNTERS:
         if c.kind == STEP:
             value = stats[c.name].sum() if len(stats) else 0
+        elif c.seconds:  # a clock: the longest rank's
+            value = max((x[c.name].max() for x in last if len(x)), default=0)
         else:
             value = sum(x[c.name].sum() for x in last)
         out[c.name] = round(float(value), 3) if c.seconds else int(value)

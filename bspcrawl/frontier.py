@@ -211,8 +211,8 @@ class Frontier:
         With one job per host and schedule, every host advances at the same pace, one page
         per superstep, and the biggest sites are left for the crawl's tail. So a host gets
         jobs in proportion to its queue (``round(queued / mean queued)`` of the hosts
-        served), at most ``n // r`` with ``n`` hosts served and ``r`` robots: its jobs run
-        one after another, and that many take about as long as the robots take for the
+        served), at most ``n // r`` with ``n`` hosts served and ``r`` fetch workers: its
+        jobs run one after another, and that many take about as long as the workers take for the
         whole schedule, so the window does not wait for them. Counts only, no clock: the
         schedule stays reproducible.
         """

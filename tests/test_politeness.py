@@ -228,7 +228,7 @@ def test_a_straggler_is_deferred_then_committed_once(site, tmp_path):
                                    "/hang": [page()], "/a": [page()], "/b": [page()]}],
                          indirect=True)
 def test_a_hung_robot_is_replaced_and_its_jobs_rescheduled(site, tmp_path, monkeypatch):
-    monkeypatch.setenv("BSPCRAWL_FAULT", "hang:/hang")  # the robots thread blocks forever
+    monkeypatch.setenv("BSPCRAWL_FAULT", "hang:/hang")  # the fetcher thread blocks forever
     with crawl_here(tmp_path, [site.url + "/"], window_straggler_timeout=0.5) as f:
         errors = dict(zip(f["pages/url"].asstr()[:], f["pages/error"].asstr()[:], strict=True))
         stats = f["stats"][:]

@@ -17,6 +17,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from bspcrawl.counters import summarise
 from bspcrawl.index.history import History, Version
 from bspcrawl.index.output import CRAWL_FILE, OutputError
 from bspcrawl.index.warc import read_body
@@ -41,7 +42,8 @@ def open_crawl(out: Path) -> h5py.File:
 
 
 def summary(out: Path) -> dict:
-    """The crawl's summary: ranks, supersteps, pages, bytes, wall time, errors by kind."""
+    """The crawl's summary: ranks, supersteps, pages, bytes, wall time, errors by kind, and
+    every counter of ``counters.COUNTERS`` over the whole crawl."""
     with open_crawl(out) as f:
         pages = f["pages"]
         status = pages["status"][:]
@@ -67,6 +69,7 @@ def summary(out: Path) -> dict:
             "stopped": str(a["stopped"]),
             "errors": dict(sorted(errors.items())),
             "pages_per_rank": per_rank.tolist(),
+            "counters": summarise(f["stats"][:], int(a["ranks"])),
             "files": [str(out / CRAWL_FILE)] + [
                 str(out / f"rank-{r:04d}.h5") for r in range(int(a["ranks"]))],
         }

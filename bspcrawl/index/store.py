@@ -13,36 +13,14 @@ resuming from the checkpoint of superstep K deletes the segments sealed after K 
 pages will be fetched again) and continues the doc ids. At the end, :meth:`close` joins the
 segments into ``DIR/rank-NNNN.h5`` (same way: temporary file, rename) and removes them.
 
-Layout of ``DIR/rank-NNNN.h5`` (every dataset 1-D, one row per page unless said otherwise):
-
-===========================  ==========  ===================================================
-``/pages/url``               str         the URL fetched (UTF-8)
-``/pages/url_fp``            int64       64-bit fingerprint of the seen-set key of the URL
-``/pages/status``            int16       HTTP status; 0 when no response (see ``error``)
-``/pages/error``             str         '' or the failure kind (timeout, dns, too_large...)
-``/pages/content_type``      str         the Content-Type header
-``/pages/length``            int64       body bytes received
-``/pages/fetch_time``        float64     Unix time the transfer started
-``/pages/elapsed``           float32     transfer duration, seconds
-``/pages/depth``             int16       links followed from a seed
-``/pages/seq``               int64       sequence number of the schedule it came in
-``/pages/doc_id``            int64       dense per-rank document id (= row number)
-``/pages/content_fp``        uint64      xxh3-64 of the body (0: no body); equal = duplicate
-``/pages/redirect``          str         resolved Location of a 3xx, else ''
-``/pages/revisit``           uint8       0 fetched; 1 304 Not Modified, 2 still fresh, not
-                                         fetched (body restored from the archive)
-``/links/offsets``           int64       CSR row pointer, n_pages + 1 entries
-``/links/targets``           int64       url_fp of each out-link, page by page
-``/index/terms``             str         sorted terms
-``/index/offsets``           int64       CSR row pointer into docs/tf, n_terms + 1 entries
-``/index/docs``              int64       doc ids of each term's postings, increasing
-``/index/tf``                int32       term frequency in that doc
-``/stats``                   compound    one row per superstep (``counters.STATS_DTYPE``)
-``/history``, ``/validators`` groups      every version fetched, each URL's validators
-``/warc/files``              str         the WARC files ``/history/warc_file`` indexes
-===========================  ==========  ===================================================
-
-(The last three: see :mod:`bspcrawl.index.archive`.)
+Layout of ``DIR/rank-NNNN.h5`` (every dataset 1-D): ``/pages/*``, one row per page
+(:data:`PAGES`: name, dtype, meaning); ``/links/offsets`` and ``/links/targets``, the link
+graph in CSR form (``url_fp`` of each out-link, page by page); ``/index/terms``,
+``/index/offsets``, ``/index/docs``, ``/index/tf``, the inverted index in CSR form (terms
+sorted, each term's doc ids increasing); ``/stats``, one row per superstep
+(``counters.STATS_DTYPE``); ``/history``, ``/validators`` and ``/warc/files``
+(:mod:`bspcrawl.index.archive`). ``docs/output.md`` documents them all, its tables generated
+from :data:`PAGES` and the counters (``scripts/gen_docs.py``).
 
 Root attributes: ``format`` ("bspcrawl-rank"), ``version``, ``rank``, ``ranks``,
 ``settings`` (JSON), ``started``, ``finished`` (Unix times) and ``complete`` (bool).
@@ -72,12 +50,24 @@ from bspcrawl.messages import FetchResult
 
 STR = h5py.string_dtype()
 VOCAB = h5py.string_dtype("ascii")  # a term's raw bytes, as they are (segments)
-PAGE_FIELDS: dict[str, np.dtype | type] = {
-    "url": STR, "url_fp": np.int64, "status": np.int16, "error": STR, "content_type": STR,
-    "length": np.int64, "fetch_time": np.float64, "elapsed": np.float32, "depth": np.int16,
-    "seq": np.int64, "doc_id": np.int64, "content_fp": np.uint64, "redirect": STR,
-    "revisit": np.uint8,
-}
+PAGES: tuple[tuple[str, np.dtype | type, str], ...] = (  # /pages/*: name, dtype, meaning
+    ("url", STR, "the URL fetched (UTF-8)"),
+    ("url_fp", np.int64, "64-bit fingerprint of the URL's seen-set key"),
+    ("status", np.int16, "HTTP status; 0 when there was no response (see `error`)"),
+    ("error", STR, "'' or the failure kind (timeout, dns, too_large, ...)"),
+    ("content_type", STR, "the Content-Type header"),
+    ("length", np.int64, "body bytes received (restored, for a revisit)"),
+    ("fetch_time", np.float64, "Unix time the transfer started"),
+    ("elapsed", np.float32, "transfer duration, seconds"),
+    ("depth", np.int16, "links followed from a seed"),
+    ("seq", np.int64, "sequence number of the schedule it came in"),
+    ("doc_id", np.int64, "dense per-rank document id (= row number)"),
+    ("content_fp", np.uint64, "xxh3-64 of the body (0: no body); equal = duplicate"),
+    ("redirect", STR, "resolved Location of a 3xx, else ''"),
+    ("revisit", np.uint8, "0 fetched; 1 304 Not Modified; 2 still fresh, not fetched "
+     "(body restored from the archive)"),
+)
+PAGE_FIELDS: dict[str, np.dtype | type] = {name: dtype for name, dtype, _ in PAGES}
 FORMAT = "bspcrawl-rank"
 
 

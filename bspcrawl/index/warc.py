@@ -29,7 +29,7 @@ and ``X-Archive-Orig-Transfer-Encoding`` and ``Content-Length`` is the stored le
 server's value, if different, is kept as ``X-Archive-Orig-Content-Length``), the convention
 of pywb and the Wayback Machine for rewritten headers; the status line says ``HTTP/1.1``
 (libcurl may have spoken HTTP/2). The request record holds a request head rebuilt from
-the URL and the header lines the robot set (the conditional ones of a revisit).
+the URL and the header lines the job carried (the conditional ones of a revisit).
 Archiving the raw bytes instead would need the fetcher to turn off libcurl's decoding
 (``CURLOPT_HTTP_CONTENT_DECODING = 0``) and decode at commit time.
 

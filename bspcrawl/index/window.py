@@ -5,7 +5,7 @@ sequence number; the *sender* side remembers each outstanding schedule (its sche
 acknowledgement status and reschedule count) and refuses new schedules while ``size`` are
 outstanding; the *receiver* side holds results that arrive out of order and releases whole
 schedules strictly in sequence order, so pages reach the index in the order they were
-scheduled whatever order the robots finish in.
+scheduled whatever order the fetch workers finish in.
 
 Layout, for ``size=3`` after opening schedules 7, 8 and 9 and receiving 9's results::
 

@@ -1,18 +1,20 @@
-"""The r robots of one rank: libcurl transfers driven by one CurlMulti in one thread.
+"""The fetch workers of one rank (Marin's "robots"): libcurl transfers driven by one
+CurlMulti in one thread.
 
-As in Dominos (``../shared/seeds/001_*``) the robots are libcurl transfers, not Python
-threads: a single background thread (named ``robots``) runs a ``CurlMulti`` with up to
+As in Dominos (``../shared/seeds/001_*``) the workers are libcurl transfers, not Python
+threads: a single background thread (named ``fetcher``) runs a ``CurlMulti`` with up to
 ``fetch_workers`` transfers at once, so the network waits overlap while Python work stays
 on one thread (DESIGN.md, "one thread of Python work per process").
 
 Politeness is enforced here, on the wall clock: each host's jobs wait in a FIFO (schedule
-order), at most one of them is in transfer, and the next starts no earlier than
-``job.delay`` seconds (more after a 429/503) after the previous one ended. A host therefore
-never has two requests in flight from this rank, and hosts are rank-local (partition.py).
-Free robots go to the hosts whose rest is over in the order of their oldest job's schedule
-(the window commits schedules in order), and among hosts of one schedule to the one with
-the most jobs queued first, so that a big site is not starved by many small ones and left
-for the crawl's tail (longest-queue-first, a makespan heuristic).
+order), at most one of them is in transfer, and the next starts no earlier than the
+host's rest after the previous one ended (:meth:`Politeness.rest
+<bspcrawl.robots.politeness.Politeness.rest>`, the rule the frontier schedules by too). A
+host therefore never has two requests in flight from this rank, and hosts are rank-local
+(partition.py). Free transfers go to the hosts whose rest is over in the order of their
+oldest job's schedule (the window commits schedules in order), and among hosts of one
+schedule to the one with the most jobs queued first, so that a big site is not starved by
+many small ones and left for the crawl's tail (longest-queue-first, a makespan heuristic).
 
 Connections go only to addresses the :class:`~bspcrawl.robots.addresses.AddressPolicy`
 permits, checked on the resolved address libcurl is about to connect to.
@@ -21,7 +23,8 @@ The thread shares only two queues with the scheduler: :meth:`Fetcher.submit` put
 :meth:`Fetcher.get` takes :class:`FetchResult` objects out in the order they finish. Between
 looks at its state the thread sleeps in ``poll(2)`` on the transfers' sockets and on a
 socket pair that :meth:`Fetcher.submit` writes a byte to, until libcurl's own timeout or a
-host's rest ends (it used to wake every 2 ms: the speedup web at P = 8 took 51 CPU-s, now 39).
+host's rest ends (waking every 2 ms instead cost the speedup web at P = 8 51 CPU-s instead of
+39, docs/performance/speedup.md).
 """
 
 from __future__ import annotations
@@ -46,7 +49,7 @@ from bspcrawl.robots.robotstxt import MAX_ROBOTS_BYTES
 from bspcrawl.settings import Settings
 
 ROBOTS_TXT_HOPS = 5  # RFC 9309 2.3.1.2: follow at least five redirects for robots.txt
-WAIT_MAX = 0.05  # s, the longest the robots thread sleeps between looks at its state
+WAIT_MAX = 0.05  # s, the longest the fetcher thread sleeps between looks at its state
 
 _ERRORS = {
     pycurl.E_COULDNT_RESOLVE_HOST: "dns",
@@ -83,7 +86,7 @@ class _Transfer:
         self.job: FetchJob | None = None
         self.limit_now = self.limit
         self.started = 0.0
-        fault = os.environ.get("BSPCRAWL_FAULT", "")  # tests: a robot that hangs on URLs
+        fault = os.environ.get("BSPCRAWL_FAULT", "")  # tests: a worker that hangs on URLs
         self.hang = fault[5:] if fault.startswith("hang:") else ""  # holding this
         http = pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS
         c.setopt(pycurl.PROTOCOLS, http)
@@ -163,7 +166,7 @@ class _Transfer:
 class Fetcher:
     """A background thread that fetches :class:`FetchJob` s with ``fetch_workers`` transfers.
 
-    BEWARE: only the ``robots`` thread touches curl handles; the scheduler talks to it
+    BEWARE: only the ``fetcher`` thread touches curl handles; the scheduler talks to it
     through :meth:`submit` and :meth:`get` alone.
     """
 
@@ -173,17 +176,17 @@ class Fetcher:
         self._inbox: queue.SimpleQueue[FetchJob] = queue.SimpleQueue()
         self._results: queue.SimpleQueue[FetchResult] = queue.SimpleQueue()
         self._stop = threading.Event()
-        # State of the robots thread alone:
+        # State of the fetcher thread alone:
         self._queues: dict[str, deque[FetchJob]] = {}  # per host, jobs in schedule order
         self._resting: list[tuple[float, int, str]] = []  # (not before, tie, host)
         self._ready: list[tuple[int, int, int, str]] = []  # (seq, -queued, tie, host)
         self._free_at: dict[str, float] = {}  # host -> monotonic time its next may start
         self._tie = itertools.count()
-        self.beat = time.monotonic()  # the robots thread's last loop: a hung thread stops
+        self.beat = time.monotonic()  # the fetcher thread's last loop: a hung thread stops
         self._wake_r, self._wake_w = socket.socketpair()  # submit() wakes the thread
         self._wake_r.setblocking(False)
         self._wake_w.setblocking(False)
-        self._thread = threading.Thread(target=self._run, name="robots", daemon=True)
+        self._thread = threading.Thread(target=self._run, name="fetcher", daemon=True)
         self._thread.start()
 
     def submit(self, jobs: list[FetchJob]) -> None:
@@ -194,7 +197,7 @@ class Fetcher:
             self._wake()
 
     def _wake(self) -> None:
-        """Wake the robots thread from its wait (a byte on the socket pair it polls)."""
+        """Wake the fetcher thread from its wait (a byte on the socket pair it polls)."""
         with contextlib.suppress(OSError):  # full: a wake is pending; closed: it ended
             self._wake_w.send(b"\0")
 
@@ -217,7 +220,7 @@ class Fetcher:
         self._wake_w.close()
 
     def healthy(self, stall: float) -> bool:
-        """False once the robots thread has ended (died of a bug) or has not come round
+        """False once the fetcher thread has ended (died of a bug) or has not come round
         its loop for ``stall`` seconds (hung)."""
         return self._thread.is_alive() and time.monotonic() - self.beat < stall
 

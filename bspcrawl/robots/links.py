@@ -1,8 +1,9 @@
 """Parse once: the links and the index text of a fetched HTML page, from one lexbor tree.
 
-What the robots do with each fetched page (DESIGN.md, "What we measured about
-speed", items 1 and 2): parse it once with lexbor (selectolax's
-``LexborHTMLParser``, an HTML5 parser: the tree a browser builds), take the link
+What the commit pipeline (``commit.py``, on the scheduler's thread) does with each
+fetched HTML page (DESIGN.md, "What we measured about speed", items 1 and 2): parse it
+once with lexbor (selectolax's ``LexborHTMLParser``, an HTML5 parser: the tree a browser
+builds), take the link
 elements and the invisible ones, then the visible text from the same tree. The
 elements are taken one tag name at a time with ``tags`` (a walk of the tree, ~10 µs
 on a 50 KB page), and only for the names the markup has (the scan below counts

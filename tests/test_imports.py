@@ -1,0 +1,94 @@
+"""The import graph runs one way (docs/architecture.md, "Import rules").
+
+Every ``import`` of a bspcrawl module, at any depth (inside functions too), is an edge.
+"""
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).parent.parent / "bspcrawl"
+LOOP = {"bspcrawl.superstep", "bspcrawl.scheduler", "bspcrawl.commit", "bspcrawl.bsp",
+        "bspcrawl.frontier", "bspcrawl.partition", "bspcrawl.checkpoint", "bspcrawl.cli"}
+VOCABULARY = {"bspcrawl.messages", "bspcrawl.counters"}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def graph() -> dict[str, set[str]]:
+    """Module -> the bspcrawl modules it imports."""
+    modules = {module_name(p): p for p in PACKAGE.rglob("*.py")}
+    edges: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = [f"{node.module}.{a.name}" if f"{node.module}.{a.name}" in modules
+                           else node.module for a in node.names]
+            else:
+                continue
+            edges[name].update(t for t in targets if t.startswith("bspcrawl") and t != name
+                               and t != "bspcrawl")  # the package root holds __version__
+    return edges
+
+
+def within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def violations(edges: dict[str, set[str]]) -> list[str]:
+    """Every import that breaks a rule, as 'a -> b: why'."""
+    found = []
+    for a, targets in edges.items():
+        for b in targets:
+            if within(a, "bspcrawl.cbt") and not within(b, "bspcrawl.cbt"):
+                found.append(f"{a} -> {b}: cbt/ imports nothing else of ours")
+            if a in VOCABULARY:
+                found.append(f"{a} -> {b}: the vocabulary modules import nothing of ours")
+            for low, other in (("bspcrawl.robots", "bspcrawl.index"),
+                               ("bspcrawl.index", "bspcrawl.robots")):
+                if within(a, low) and (within(b, other) or b in LOOP):
+                    found.append(f"{a} -> {b}: {low} imports neither {other} nor the loop")
+            if a == "bspcrawl.frontier" and within(b, "bspcrawl.index"):
+                found.append(f"{a} -> {b}: the frontier imports nothing of index/")
+    return found
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles (each as a path that comes back to its start)."""
+    found, state = [], {}
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = "open"
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == "open":
+                found.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = "done"
+
+    for node in sorted(edges):
+        if node not in state:
+            visit(node, [node])
+    return found
+
+
+def test_imports_run_one_way():
+    assert violations(graph()) == []
+
+
+def test_no_module_imports_another_that_imports_it_back():
+    assert cycles(graph()) == []
+
+
+def test_the_checks_catch_wrong_way_imports():
+    edges = graph()
+    edges["bspcrawl.robots.fetcher"].add("bspcrawl.index.validators")
+    edges["bspcrawl.cbt.tree"].add("bspcrawl.urls")
+    edges["bspcrawl.index.store"].add("bspcrawl.superstep")
+    assert len(violations(edges)) == 3
+    edges["bspcrawl.messages"].add("bspcrawl.frontier")
+    assert cycles(edges) and len(violations(edges)) == 4
