@@ -1,4 +1,5 @@
-"""The ``bspcrawl`` command: run, inspect, testweb (serve, truth, seeds) and demo.
+"""The ``bspcrawl`` command: run, resume, stop, inspect, testweb (serve, truth, seeds) and
+demo.
 
 Mistakes in use (a bad option, a missing or malformed seed file, an output directory that
 holds something else) end with one line ``bspcrawl: error: ...`` on stderr and exit code 2,

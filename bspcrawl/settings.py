@@ -34,7 +34,7 @@ def _opt(default: Any, doc: str, unit: str = "") -> Any:
 
 @dataclass
 class Settings:
-    """One crawl's configuration; see the README's option table."""
+    """One crawl's configuration; ``docs/options.md`` has the table of every field."""
 
     seeds: str = _opt("", "file of seed URLs, one per line ('#' starts a comment)")
     out: str = _opt("", "output directory (HDF5 files, per rank and joined)")

@@ -9,7 +9,7 @@ than the ones after it (bspcrawl 44.8 then 35.9 CPU-s; Scrapy, later in the orde
 show it). Every crawler starts from the same seeds, obeys robots.txt, stays on
 the web's hosts (127.1.0.x), has no delay, no depth limit and one connection per host:
 
-- bspcrawl: ``run --min-host-delay 0 --response-factor 0``, 8 robots per rank (8 or 16
+- bspcrawl: ``run --min-host-delay 0 --response-factor 0``, 8 fetch workers per rank (8 or 16
   transfers); parses each page once (lexbor), keeps links, term counts and an HDF5 index,
   and by default archives every response in WARC files (``bspcrawl-1-nowarc``: with
   ``--no-warc``, the same job as Scrapy's below: fetch, parse, count words);
@@ -66,7 +66,7 @@ PY = sys.executable
 MPIEXEC = str(Path(PY).parent / "mpiexec")
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 SCRAPY_VENV = RESULTS / ".venv-scrapy"
-CONCURRENCY = 8  # bspcrawl's default robots per rank; Scrapy's total concurrency
+CONCURRENCY = 8  # bspcrawl's default fetch workers per rank; Scrapy's total concurrency
 CRAWLERS = ["bspcrawl-1", "bspcrawl-1-nowarc", "bspcrawl-2", "scrapy", "wget"]  # bspcrawl-P:
 # P ranks; -nowarc: with --no-warc
 

@@ -2,7 +2,7 @@
 (2008) runs first.
 
 Serves one local web in its own process and crawls it with P = 1, 2, 4, 8 ranks of r = 8
-robots each (more ranks, more robots: the scaling the paper claims), on a latency-bound web
+fetch workers each (more ranks, more workers: the scaling the paper claims), on a latency-bound web
 (every response delayed ``--latency-ms``, default 100 ms) and, for P = 1, 2, on the same web
 without latency (the CPU-bound case). For each crawl: wall time, pages/s, speedup
 S(P) = T(1)/T(P), efficiency E(P) = S(P)/P, the paper's load-balance efficiency (mean pages
@@ -50,12 +50,12 @@ def serve(config: WebConfig, latency_ms: float) -> subprocess.Popen:
     return server
 
 
-def crawl(ranks: int, robots: int, seeds: Path, out: Path, extra: list[str]) -> dict:
+def crawl(ranks: int, workers: int, seeds: Path, out: Path, extra: list[str]) -> dict:
     """One crawl; its wall time, CPU time and what its crawl.h5 says about balance and
     exchange."""
     cmd = [PY, "-m", "bspcrawl", "run", "--seeds", str(seeds), "--out", str(out),
            "--overwrite", "--min-host-delay", "0", "--response-factor", "0",
-           "--allow-net", "127.0.0.0/8", "--workers", str(robots), "--progress", "none",
+           "--allow-net", "127.0.0.0/8", "--workers", str(workers), "--progress", "none",
            "--checkpoint-every", "0", *extra]
     if ranks > 1:
         cmd = [MPIEXEC, "-n", str(ranks), PY, "-m", "mpi4py", *cmd[1:]]
@@ -76,13 +76,13 @@ def crawl(ranks: int, robots: int, seeds: Path, out: Path, extra: list[str]) -> 
 def table(rows: list[dict]) -> str:
     """The markdown table of one regime's crawls."""
     t1 = rows[0]["wall_s"]
-    lines = ["| P | robots | pages | wall s | pages/s | S(P) | E(P) | balance | "
+    lines = ["| P | workers | pages | wall s | pages/s | S(P) | E(P) | balance | "
              "URLs exchanged / superstep | crawl CPU-s |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
         s = t1 / r["wall_s"]
         r.update(speedup=s, efficiency=s / r["ranks"])
-        lines.append(f"| {r['ranks']} | {r['robots']} | {r['pages']} | {r['wall_s']:.1f} | "
+        lines.append(f"| {r['ranks']} | {r['workers']} | {r['pages']} | {r['wall_s']:.1f} | "
                      f"{r['pages'] / r['wall_s']:.0f} | {s:.2f} | {s / r['ranks']:.2f} | "
                      f"{r['balance']:.2f} | {r['urls_per_superstep']:.0f} | "
                      f"{r['cpu_s']:.0f} |")
@@ -97,7 +97,7 @@ def main() -> None:
     p.add_argument("--max-kb", type=int, default=12)
     p.add_argument("--site-skew", type=float, default=0.3)
     p.add_argument("--latency-ms", type=float, default=100.0)
-    p.add_argument("--robots", type=int, default=8, help="robots per rank")
+    p.add_argument("--workers", type=int, default=8, help="fetch workers per rank")
     p.add_argument("--ranks", type=int, nargs="+", default=[1, 2, 4, 8])
     p.add_argument("--cpu-ranks", type=int, nargs="*", default=[1, 2],
                    help="P of the crawls without latency (none: skip them)")
@@ -120,8 +120,8 @@ def main() -> None:
             try:
                 rows = []
                 for P in ranks:
-                    row = crawl(P, args.robots, seeds, Path(tmp) / f"{regime}-{P}", args.extra)
-                    row.update(robots=args.robots, latency_ms=latency)
+                    row = crawl(P, args.workers, seeds, Path(tmp) / f"{regime}-{P}", args.extra)
+                    row.update(workers=args.workers, latency_ms=latency)
                     rows.append(row)
                     print(f"{regime}: P={P} {row['pages']} pages in {row['wall_s']:.1f} s",
                           file=sys.stderr)
@@ -131,7 +131,7 @@ def main() -> None:
                 server.wait()
     args.out.mkdir(parents=True, exist_ok=True)
     text = [f"Local web: {args.pages} pages ({args.min_kb}-{args.max_kb} KB) on {args.hosts} "
-            f"hosts, site skew {args.site_skew}, {args.robots} robots per rank"
+            f"hosts, site skew {args.site_skew}, {args.workers} fetch workers per rank"
             f"{', options ' + ' '.join(args.extra) if args.extra else ''}.\n"]
     for regime, rows in results.items():
         head = (f"Latency-bound ({args.latency_ms:.0f} ms per response)" if regime == "latency"
