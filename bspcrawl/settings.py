@@ -53,6 +53,9 @@ class Settings:
         "doc": "also connect to this non-public IP network (CIDR; repeatable). By default "
                "loopback, private, link-local, multicast and reserved addresses are refused",
         "unit": ""})
+    fetch_proxy: str = _opt("", "HTTP(S) proxy URL for every request (''; none: the http_proxy "
+                            "and https_proxy variables are ignored). BEWARE: the address guard "
+                            "then checks the proxy's address, not the sites'")
     fetch_user_agent: str = _opt(
         f"bspcrawl/{__version__} (+https://github.com/bspcrawl/bspcrawl)",
         "User-Agent header; its product token is matched against robots.txt groups",

@@ -16,8 +16,12 @@ from bspcrawl.settings import Settings
 class Handler(BaseHTTPRequestHandler):
     log: list[tuple[str, float, float]] = []
 
+    sent_etags: list[bytes] = []
+
     def do_GET(self):  # noqa: N802 (http.server's name)
         start = time.monotonic()
+        if "If-None-Match" in self.headers:
+            Handler.sent_etags.append(self.headers["If-None-Match"].encode("latin-1"))
         if self.path.startswith("/slow"):
             time.sleep(0.05)
         body = b"x" * (3_000_000 if self.path == "/big" else 100)
@@ -163,3 +167,33 @@ def test_loopback_is_refused_unless_allowed_even_through_a_name(server, url):
     assert Handler.log == []  # the server never saw a connection's request
     (other,) = fetch_all([FetchJob(0, 0, url, "h")], fetch_allow_net=["10.0.0.0/8"])
     assert other.error == "blocked_address"
+
+
+def test_a_header_value_from_the_server_is_sent_back_byte_for_byte(server):
+    # regression (issue 14): an ETag with bytes >= 0x80 (decoded as latin-1) made pycurl's
+    # HTTPHEADER raise UnicodeEncodeError, which killed the fetcher thread
+    etag = b'"caf\xe9\xff"'.decode("latin-1")
+    f = Fetcher(Settings(fetch_allow_net=["127.0.0.0/8"]).validate())
+    try:
+        f.submit([FetchJob(0, 0, f"{server}/a", "h", headers=(f"If-None-Match: {etag}",)),
+                  FetchJob(0, 1, f"{server}/b", "h", headers=("X-Bad: \u20ac\x00",))])
+        got = [f.get(timeout=10) for _ in range(2)]
+        assert f.healthy(5.0)
+    finally:
+        f.close()
+    # a header libcurl cannot send (a NUL) is that job's error, not the thread's death
+    assert sorted((r.job.index, r.status, r.error) for r in got) == [
+        (0, 200, ""), (1, 0, "bad_request")]
+    assert Handler.sent_etags[-1] == etag.encode("latin-1")
+
+
+def test_proxies_from_the_environment_are_ignored(server, monkeypatch):
+    # regression (issue 14): with http_proxy set, libcurl went through the proxy, and the
+    # address guard checked the proxy's address instead of the site's
+    monkeypatch.setenv("http_proxy", "http://127.0.0.1:9")  # the discard port: refused
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    (direct,) = fetch_all([FetchJob(0, 0, f"{server}/a", "h")])
+    assert (direct.status, direct.error) == (200, "")
+    (proxied,) = fetch_all([FetchJob(0, 0, f"{server}/a", "h")],
+                           fetch_proxy="http://127.0.0.1:9")
+    assert proxied.status == 0 and proxied.error == "connect"

@@ -175,6 +175,15 @@ def test_retry_after_forms_and_backoff():
     assert retry_after("120") == 120.0
     assert retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now=1445412480 - 30) == 30.0
     assert retry_after("soon") is None and retry_after("") is None
+
+
+def test_retry_after_of_any_bytes_is_a_number_or_none():
+    # regression (issue 14): "²" passed str.isdigit() and float() raised; a huge year raised
+    # OverflowError; 5,000 digits made int() raise. Each killed the fetcher thread.
+    assert retry_after("²") is None and retry_after("١٢") is None  # not ASCII digits
+    assert retry_after("Wed, 21 Oct 9999999999999 07:28:00 GMT") is None
+    assert retry_after("Wed, 21 Oct 99999 07:28:00 GMT") is None
+    assert retry_after("9" * 5000) == 1e9 and retry_after("0" * 50 + "7") == 7.0
     assert backoff(1, None, 300) == 5 and backoff(3, None, 300) == 20
     assert backoff(1, 1000.0, 300) == 300
 

@@ -92,6 +92,7 @@ class _Transfer:
         c.setopt(pycurl.PROTOCOLS, http)
         c.setopt(pycurl.REDIR_PROTOCOLS, http)
         c.setopt(pycurl.NOSIGNAL, 1)
+        c.setopt(pycurl.PROXY, settings.fetch_proxy)  # '': no proxy, whatever the environment
         c.setopt(pycurl.USERAGENT, settings.fetch_user_agent)
         c.setopt(pycurl.CONNECTTIMEOUT_MS, int(settings.fetch_connect_timeout * 1000))
         c.setopt(pycurl.TIMEOUT_MS, int(settings.fetch_timeout * 1000))
@@ -123,7 +124,8 @@ class _Transfer:
         c.setopt(pycurl.URL, job.url)
         c.setopt(pycurl.FOLLOWLOCATION, 1 if job.robotstxt else 0)
         c.setopt(pycurl.MAXREDIRS, ROBOTS_TXT_HOPS)
-        c.setopt(pycurl.HTTPHEADER, list(job.headers))
+        # header values came from a server as bytes (ETag, Last-Modified): send them back so
+        c.setopt(pycurl.HTTPHEADER, [h.encode("latin-1", "replace") for h in job.headers])
         self.started = time.time()
 
     def _write(self, data: bytes) -> int | None:
@@ -143,6 +145,18 @@ class _Transfer:
             self.headers.clear()  # a new response (after 100-continue or a redirect)
 
     def finish(self, errno: int) -> FetchResult:
+        """The current job's result (libcurl's ``errno``: 0 or the failure). Never raises:
+        a reply this cannot take is the job's ``bad_reply``, not the thread's death."""
+        assert self.job is not None
+        try:
+            res = self._result(errno)
+        except Exception:  # whatever a server sent is data
+            res = FetchResult(self.job, error="bad_reply", started=self.started)
+        res.ended = time.monotonic()
+        self.job, self.parts = None, []
+        return res
+
+    def _result(self, errno: int) -> FetchResult:
         c = self.curl
         assert self.job is not None
         res = FetchResult(self.job, started=self.started, headers=self.headers)
@@ -158,8 +172,6 @@ class _Transfer:
             res.location = self.headers.get("location", "") if 300 <= res.status < 400 else ""
             if res.status in RETRY_STATUSES:
                 res.retry_after = retry_after(self.headers.get("retry-after", ""))
-        res.ended = time.monotonic()
-        self.job, self.parts = None, []
         return res
 
 
@@ -266,8 +278,9 @@ class Fetcher:
                 tr = idle[-1]
                 try:
                     tr.start(job)
-                except pycurl.error:  # libcurl refused the URL: the bad web is data
-                    self._finish(FetchResult(job, error="invalid_url", started=time.time(),
+                except Exception as e:  # libcurl refused the URL or a header
+                    kind = "invalid_url" if isinstance(e, pycurl.error) else "bad_request"
+                    self._finish(FetchResult(job, error=kind, started=time.time(),
                                              ended=time.monotonic()))
                     continue
                 idle.pop()

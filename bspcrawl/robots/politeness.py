@@ -33,16 +33,22 @@ BACKOFF_BASE = 5.0  # seconds of rest after the first 429/503 without Retry-Afte
 RETRY_STATUSES = frozenset((429, 503))
 
 
+RETRY_AFTER_MAX = 10 ** 9  # seconds: a larger delta (any number of digits) counts as this
+
+
 def retry_after(value: str, now: float | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header value (delta-seconds or HTTP-date)."""
+    """Seconds to wait from a Retry-After header value (delta-seconds or HTTP-date), or
+    None for a value that is neither. ASCII digits only ("²" is no delay), and any size of
+    number or year is bounded, never an exception: a header is the server's, not ours."""
     value = value.strip()
     if not value:
         return None
-    if value.isdigit():
-        return float(value)
+    if value.isascii() and value.isdigit():
+        digits = value.lstrip("0") or "0"  # int() of 5,000 digits raises: cap by length
+        return float(RETRY_AFTER_MAX if len(digits) > 9 else int(digits))
     try:
         when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
     if when.tzinfo is None:  # an HTTP-date is GMT; a malformed one may lack the zone
         return None
