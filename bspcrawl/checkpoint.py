@@ -53,11 +53,16 @@ def write(out: Path, rank: int, superstep: int, arrays: dict[str, np.ndarray],
 
     def fill(f: h5py.File) -> None:
         for name, values in arrays.items():
-            dtype = None
-            if values.dtype == object:  # bytes are kept raw, text as UTF-8
-                raw = values.size and isinstance(values.flat[0], bytes)
-                dtype = h5py.string_dtype("ascii" if raw else "utf-8")
-            f.create_dataset(name, data=values, dtype=dtype)
+            if values.dtype == object and values.size and isinstance(values.flat[0], bytes):
+                # bytes as they are (a robots.txt in UTF-16 holds NULs, which HDF5's
+                # variable-length strings cannot): variable-length uint8 arrays
+                raw = np.empty(len(values), dtype=object)
+                for i, value in enumerate(values.tolist()):
+                    raw[i] = np.frombuffer(value, np.uint8)
+                f.create_dataset(name, data=raw, dtype=h5py.vlen_dtype(np.uint8))
+            else:
+                text = h5py.string_dtype("utf-8") if values.dtype == object else None
+                f.create_dataset(name, data=values, dtype=text)
         f.attrs.update(format=FORMAT, superstep=superstep, rank=rank,
                        state=json.dumps(attrs))
 

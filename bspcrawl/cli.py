@@ -65,7 +65,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def read_seeds(path: str) -> list[str]:
-    """Seed URLs from a file, one per line; blank lines and '#' comments are skipped."""
+    """Seed URLs from a file, one per line; blank lines and '#' comments are skipped. A URL
+    with userinfo is refused (the crawl would store the credentials in its files)."""
     from bspcrawl.urls import parse
 
     try:
@@ -83,6 +84,9 @@ def read_seeds(path: str) -> list[str]:
         if url is None:
             raise UsageError(f"seed file {path} line {number}: not an absolute http(s) URL: "
                              f"{text[:200]!r}")
+        if "@" in url.split("://", 1)[1].split("/", 1)[0]:
+            raise UsageError(f"seed file {path} line {number}: a URL with credentials "
+                             "(user:password@) is refused: every URL is stored in clear")
         seeds.append(url)
     if not seeds:
         raise UsageError(f"seed file {path} holds no seed URL")

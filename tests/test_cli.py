@@ -35,6 +35,18 @@ def test_malformed_seed(tmp_path, line):
     assert_one_line_error(res, "line 3")
 
 
+@pytest.mark.parametrize("line", ["http://user:secret@127.1.0.1:1/", "https://tok@a.test/x",
+                                  "http://:pw@a.test/"])
+def test_a_seed_with_credentials_is_refused(tmp_path, line):
+    # regression (issue 14): the credentials went into /pages/url, the WARC, crawl.h5's
+    # seeds and checkpoint.json in clear
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text(f"http://127.1.0.1:1/a@b\n{line}\n")  # an @ in the path is fine
+    res = bspcrawl("run", "--seeds", str(seeds), "--out", str(tmp_path / "o"))
+    assert_one_line_error(res, "line 2: a URL with credentials")
+    assert not (tmp_path / "o").exists()
+
+
 def test_empty_seed_file(tmp_path):
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("# nothing\n\n")

@@ -3,10 +3,12 @@
 import re
 import time
 
+from bspcrawl import checkpoint
 from bspcrawl.frontier import Frontier
 from bspcrawl.messages import FetchResult, Link
+from bspcrawl.partition import Directory
 from bspcrawl.settings import Settings
-from bspcrawl.urls import TRACKING_PARAMS, strip_params
+from bspcrawl.urls import TRACKING_PARAMS, host_hash, strip_params
 
 UNPACED = {"politeness_min_host_delay": 0.0, "politeness_response_factor": 0.0}
 
@@ -118,3 +120,25 @@ def test_strip_params_keeps_everything_else():
     assert strip_params("http://a.test/x;v=1;sessionid=9", pat) == "http://a.test/x;v=1"
     assert strip_params("http://a.test/x?page=2&q=s", pat) == "http://a.test/x?page=2&q=s"
     assert strip_params("http://a.test/x?utm_a=1", None) == "http://a.test/x?utm_a=1"
+
+
+def test_a_robots_txt_of_any_bytes_survives_a_checkpoint(tmp_path):
+    # regression (issue 14): a robots.txt in UTF-16 (NUL bytes) made the checkpoint raise
+    # in h5py (variable-length strings cannot hold NUL): the crawl died, and its resume too
+    f = frontier()
+    f.receive([Link("http://a.test/x"), Link("http://a.test/ok"), Link("http://b.test/y")])
+    utf16 = "User-agent: *\nDisallow: /x\n".encode("utf-16")
+    jobs = f.next_jobs(0)
+    for job in jobs:
+        body = utf16 if job.host == "a.test:80" else b"\x00\xff\x00junk"
+        f.done(FetchResult(job, status=200, body=body, ended=0.0))
+    checkpoint.write(tmp_path, 0, 5, f.snapshot([]), {})
+    arrays, _ = checkpoint.read(tmp_path, 0, 5)
+    directory = Directory(1)
+    directory.assign(host_hash(k) for k in f.hosts)
+    g = frontier()
+    g.restore([arrays], 0, directory)
+    assert {k: h.robots_txt for k, h in g.hosts.items()} == {
+        k: h.robots_txt for k, h in f.hosts.items()}
+    assert g.hosts["a.test:80"].robots_txt == utf16
+    g._check()
