@@ -371,8 +371,8 @@ class Frontier:
         return {
             "seen": np.fromiter(self.seen, np.int64, len(self.seen)),
             "url": np.array([x.url for x in queued], dtype=object),
-            "depth": np.array([x.depth for x in queued], dtype=np.int16),
-            "hops": np.array([x.hops for x in queued], dtype=np.int16),
+            "depth": np.array([x.depth for x in queued], dtype=np.int32),
+            "hops": np.array([x.hops for x in queued], dtype=np.int32),
             "retry_fp": np.fromiter(self.retries, np.int64, len(self.retries)),
             "retry_n": np.fromiter(self.retries.values(), np.int64, len(self.retries)),
             "host": np.array([k for k, _ in hosts], dtype=object),
@@ -384,8 +384,8 @@ class Frontier:
             "ready_left": np.array([max(0.0, h.ready_at - now) for _, h in hosts]),
             "taken": np.array([h.taken for _, h in hosts], dtype=np.int64),
             "revisit_url": np.array([r[2] for r in later], dtype=object),
-            "revisit_depth": np.array([r[3] for r in later], dtype=np.int16),
-            "revisit_hops": np.array([r[4] for r in later], dtype=np.int16),
+            "revisit_depth": np.array([r[3] for r in later], dtype=np.int32),
+            "revisit_hops": np.array([r[4] for r in later], dtype=np.int32),
             "revisit_left": np.array([r[0] - now for r in later], dtype=np.float64),
         }
 

@@ -217,8 +217,8 @@ class Crawl:
         arrays = self.frontier.snapshot(self.scheduler.unfinished())
         for name, links in (("inbox", self.inbox), ("held", self.held)):
             arrays.update({f"{name}_url": np.array([x.url for x in links], dtype=object),
-                           f"{name}_depth": np.array([x.depth for x in links], dtype=np.int16),
-                           f"{name}_hops": np.array([x.hops for x in links], dtype=np.int16)})
+                           f"{name}_depth": np.array([x.depth for x in links], dtype=np.int32),
+                           f"{name}_hops": np.array([x.hops for x in links], dtype=np.int32)})
         arrays["directory"] = self.directory.snapshot()
         checkpoint.write(self.out, self.rank, k, arrays, {
             "next_seq": self.window.next_seq, "counters": self.stats.totals()})

@@ -126,7 +126,8 @@ def test_a_robots_txt_of_any_bytes_survives_a_checkpoint(tmp_path):
     # regression (issue 14): a robots.txt in UTF-16 (NUL bytes) made the checkpoint raise
     # in h5py (variable-length strings cannot hold NUL): the crawl died, and its resume too
     f = frontier()
-    f.receive([Link("http://a.test/x"), Link("http://a.test/ok"), Link("http://b.test/y")])
+    f.receive([Link("http://a.test/x"), Link("http://a.test/ok"), Link("http://b.test/y"),
+               Link("http://b.test/deep", 40_000, 3)])  # depth past int16 (issue 14)
     utf16 = "User-agent: *\nDisallow: /x\n".encode("utf-16")
     jobs = f.next_jobs(0)
     for job in jobs:
@@ -141,4 +142,6 @@ def test_a_robots_txt_of_any_bytes_survives_a_checkpoint(tmp_path):
     assert {k: h.robots_txt for k, h in g.hosts.items()} == {
         k: h.robots_txt for k, h in f.hosts.items()}
     assert g.hosts["a.test:80"].robots_txt == utf16
+    assert sorted((x.url, x.depth, x.hops) for x in g.links.values()) == sorted(
+        (x.url, x.depth, x.hops) for x in f.links.values())
     g._check()

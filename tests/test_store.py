@@ -15,7 +15,8 @@ from bspcrawl.messages import FetchJob, FetchResult
 def fake_pages(n, rng):
     words = [f"w{i}".encode() for i in range(40)] + ["é".encode()]
     for i in range(n):
-        job = FetchJob(seq=i // 3, index=i % 3, url=f"http://h/{i}", host="h", depth=i % 4)
+        job = FetchJob(seq=i // 3, index=i % 3, url=f"http://h/{i}", host="h",
+                       depth=i % 4 * 20_000)  # past int16 (issue 14: an endless pagination)
         res = FetchResult(job, status=200 if i % 5 else 404, body=b"x" * i,
                           content_type="text/html", started=1000.0 + i, elapsed=0.01)
         text = b" ".join(rng.choice(words) for _ in range(rng.randrange(0, 30)))
@@ -46,6 +47,7 @@ def test_pages_links_and_inverted_index_round_trip(tmp_path):
         assert f["pages/doc_id"][:].tolist() == list(range(50))
         assert f["pages/url"].asstr()[:].tolist() == [f"http://h/{i}" for i in range(50)]
         assert f["pages/length"][:].tolist() == list(range(50))
+        assert f["pages/depth"][:].tolist() == [i % 4 * 20_000 for i in range(50)]
         off, tgt = f["links/offsets"][:], f["links/targets"][:]
         assert [tgt[off[i]:off[i + 1]].tolist() for i in range(50)] == expect_links
         terms = [t.encode() for t in f["index/terms"].asstr()[:]]

@@ -59,7 +59,7 @@ PAGES: tuple[tuple[str, np.dtype | type, str], ...] = (  # /pages/*: name, dtype
     ("length", np.int64, "body bytes received (restored, for a revisit)"),
     ("fetch_time", np.float64, "Unix time the transfer started"),
     ("elapsed", np.float32, "transfer duration, seconds"),
-    ("depth", np.int16, "links followed from a seed"),
+    ("depth", np.int32, "links followed from a seed"),
     ("seq", np.int64, "sequence number of the schedule it came in"),
     ("doc_id", np.int64, "dense per-rank document id (= row number)"),
     ("content_fp", np.uint64, "xxh3-64 of the body (0: no body); equal = duplicate"),
