@@ -1,11 +1,27 @@
-"""Which IP addresses the robots may connect to: the public Internet, plus what is allowed.
+"""Which IP addresses the fetch workers may connect to: the public Internet, plus what is
+allowed.
 
-By default a robot never connects to loopback, private, shared (CGNAT), link-local,
-multicast, reserved or unspecified addresses, so a page cannot steer the crawler at the
-crawl host's own services or its network. The check runs on the address libcurl is about
-to connect to (``CURLOPT_OPENSOCKETFUNCTION``), after DNS, so a name that resolves (or
-re-resolves: DNS rebinding) to a private address is refused too. ``--allow-net CIDR``
-(repeatable) opens ranges; the demo and the tests open only ``127.0.0.0/8``.
+By default a worker never connects to an address of a special-purpose range, so a page
+cannot steer the crawler at the crawl host's own services or its network. The ranges are
+an explicit list (the IANA IPv4 and IPv6 Special-Purpose Address Registries, RFC 6890 and
+its updates, plus multicast and the reserved blocks), not Python's ``is_global``, whose
+answer changes between Python versions:
+
+- IPv4: every range of :data:`DENY_V4` (this host, private, shared/CGNAT, loopback,
+  link-local, IETF protocol assignments, documentation, benchmarking, the 6to4 relay,
+  AS112, AMT, multicast, reserved, broadcast) is refused;
+- IPv6: only global unicast (``2000::/3``) can be permitted, minus the special ranges in
+  it (:data:`DENY_V6`: IETF protocol assignments with Teredo, documentation, AS112, SRv6);
+  everything else (loopback, unspecified, unique-local, link- and site-local, multicast,
+  IPv4-compatible and -translated, local-use NAT64, discard) lies outside it and is refused;
+- an IPv6 address that stands for an IPv4 one (IPv4-mapped ``::ffff:a.b.c.d``, NAT64
+  ``64:ff9b::a.b.c.d``, 6to4 ``2002:aabb:ccdd::``) is judged by that IPv4 address.
+
+The check runs on the address libcurl is about to connect to (``CURLOPT_OPENSOCKETFUNCTION``),
+after DNS, so a name that resolves (or re-resolves: DNS rebinding) to a refused address is
+refused too. ``--allow-net CIDR`` (repeatable) opens ranges (it is matched against the
+address and the IPv4 address it stands for); the demo and the tests open only
+``127.0.0.0/8``. Proxies from the environment are not used (``robots/fetcher.py``).
 """
 
 from __future__ import annotations
@@ -14,6 +30,19 @@ import ipaddress
 from collections.abc import Iterable
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+DENY_V4 = tuple(ipaddress.IPv4Network(n) for n in (
+    "0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+    "172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.31.196.0/24", "192.52.193.0/24",
+    "192.88.99.0/24", "192.168.0.0/16", "192.175.48.0/24", "198.18.0.0/15",
+    "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4"))
+GLOBAL_V6 = ipaddress.IPv6Network("2000::/3")
+DENY_V6 = tuple(ipaddress.IPv6Network(n) for n in (
+    "2001::/23", "2001:db8::/32", "2620:4f:8000::/48", "3fff::/20"))
+_MAPPED = ipaddress.IPv6Network("::ffff:0:0/96")
+_NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+_6TO4 = ipaddress.IPv6Network("2002::/16")
 
 
 def parse_networks(cidrs: Iterable[str]) -> list[Network]:
@@ -27,17 +56,37 @@ def parse_networks(cidrs: Iterable[str]) -> list[Network]:
     return nets
 
 
+def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv6 address stands for (IPv4-mapped, NAT64, 6to4), or None."""
+    if ip in _MAPPED or ip in _NAT64:
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip in _6TO4:
+        return ipaddress.IPv4Address((int(ip) >> 80) & 0xFFFFFFFF)
+    return None
+
+
+def public(ip: Address) -> bool:
+    """True for an address outside every special-purpose range (module docstring)."""
+    if isinstance(ip, ipaddress.IPv4Address):
+        return not any(ip in net for net in DENY_V4)
+    v4 = embedded_ipv4(ip)
+    if v4 is not None:
+        return public(v4)
+    return ip in GLOBAL_V6 and not any(ip in net for net in DENY_V6)
+
+
 class AddressPolicy:
-    """Decides, per resolved address, whether a robot may connect."""
+    """Decides, per resolved address, whether a fetch worker may connect."""
 
     def __init__(self, allow: Iterable[str] = ()) -> None:
         self.allow = parse_networks(allow)
 
     def permits(self, address: str) -> bool:
-        """True for a public unicast address or one inside an allowed network."""
+        """True for a public address or one inside an allowed network."""
         ip = ipaddress.ip_address(address.split("%", 1)[0])  # drop an IPv6 zone id
-        if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-            ip = ip.ipv4_mapped
-        if any(ip in net for net in self.allow if net.version == ip.version):
+        forms: list[Address] = [ip]
+        if isinstance(ip, ipaddress.IPv6Address) and (v4 := embedded_ipv4(ip)) is not None:
+            forms.append(v4)
+        if any(a in net for a in forms for net in self.allow if net.version == a.version):
             return True
-        return ip.is_global and not ip.is_multicast
+        return public(ip)
