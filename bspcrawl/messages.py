@@ -78,3 +78,4 @@ class FetchResult:
     retry_after: float | None = None  # seconds, from a 429/503's Retry-After
     headers: dict[str, str] = field(default_factory=dict)
     revisit: int = FETCHED
+    truncated: bool = False  # the body is the first ``fetch_max_bytes`` of a longer one

@@ -47,7 +47,8 @@ class Settings:
     fetch_connect_timeout: float = _opt(5.0, "TCP/TLS connect timeout", "s")
     fetch_timeout: float = _opt(30.0, "whole-transfer timeout", "s")
     fetch_low_speed: int = _opt(100, "abort a transfer slower than this for fetch_timeout/3", "B/s")
-    fetch_max_bytes: int = _opt(2 * 1024 * 1024, "largest body kept; larger is an error", "bytes")
+    fetch_max_bytes: int = _opt(16 * 1024 * 1024, "a longer body is cut after this many "
+                                "(decoded) bytes, kept, parsed and marked truncated", "bytes")
     fetch_max_redirects: int = _opt(5, "redirect hops followed from one link")
     fetch_allow_net: list[str] = field(default_factory=list, metadata={
         "doc": "also connect to this non-public IP network (CIDR; repeatable). By default "

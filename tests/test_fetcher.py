@@ -106,7 +106,9 @@ def test_error_kinds_caps_and_redirects_are_data(server):
             FetchJob(0, 3, f"{server}/redirect", "d"),
             FetchJob(0, 4, "http://exa mple.org/", "e")]
     got = {r.job.index: r for r in fetch_all(jobs, fetch_max_bytes=1_000_000)}
-    assert got[0].error == "too_large" and got[0].status == 0 and got[0].body == b""
+    # issue 14: a body over the cap is kept, cut, and marked (it was dropped as too_large)
+    assert (got[0].error, got[0].status, got[0].truncated) == ("", 200, True)
+    assert got[0].body == b"x" * 1_000_000
     assert got[1].error == "connect"
     assert got[2].error in ("protocol", "invalid_url") and got[2].body == b""
     assert got[3].status == 301 and got[3].location == "/target"  # not followed

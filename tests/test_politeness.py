@@ -167,7 +167,10 @@ def test_a_decompression_bomb_and_a_trickling_server_are_cut_off(site, tmp_path)
                     fetch_timeout=3.0, fetch_low_speed=100) as f:
         errors = dict(zip(f["pages/url"].asstr()[:], f["pages/error"].asstr()[:], strict=True))
         elapsed = dict(zip(f["pages/url"].asstr()[:], f["pages/elapsed"][:], strict=True))
-    assert errors[site.url + "/bomb"] == "too_large"
+        cut = dict(zip(f["pages/url"].asstr()[:], f["pages/truncated"][:], strict=True))
+        length = dict(zip(f["pages/url"].asstr()[:], f["pages/length"][:], strict=True))
+    assert errors[site.url + "/bomb"] == "" and cut[site.url + "/bomb"] == 1
+    assert length[site.url + "/bomb"] == 1_000_000 and cut[site.url + "/slow"] == 0
     assert errors[site.url + "/slow"] == "timeout" and elapsed[site.url + "/slow"] < 2.5
 
 

@@ -315,3 +315,19 @@ def test_bad_arguments(tmp_path):
         with pytest.raises(ValueError, match="no WARC record|record has no body"):
             read_body(path, offset)
     assert not list(tmp_path.glob(f"*{OPEN}"))
+
+
+def test_a_truncated_body_is_archived_with_warc_truncated(tmp_path):
+    # issue 14: a page over --fetch-max-bytes is kept cut, and its record says so
+    cut = fetch("http://h/big", body=b"<p>" + b"x" * 5000, content_length="999999")
+    cut.truncated = True
+    with WarcWriter(tmp_path) as w:
+        a = w.write_fetch(cut)
+        w.write_fetch(fetch("http://h/small", body=b"whole"))
+    (path,) = check_files(tmp_path)
+    with open(path, "rb") as f:
+        records = [(r.rec_headers.get_header("WARC-Target-URI"),
+                    r.rec_headers.get_header("WARC-Truncated"), r.content_stream().read())
+                   for r in ArchiveIterator(f) if r.rec_type == "response"]
+    assert records == [("http://h/big", "length", cut.body), ("http://h/small", None, b"whole")]
+    assert read_body(path, a.record.offset) == cut.body

@@ -54,7 +54,7 @@ PAGES: tuple[tuple[str, np.dtype | type, str], ...] = (  # /pages/*: name, dtype
     ("url", STR, "the URL fetched (UTF-8)"),
     ("url_fp", np.int64, "64-bit fingerprint of the URL's seen-set key"),
     ("status", np.int16, "HTTP status; 0 when there was no response (see `error`)"),
-    ("error", STR, "'' or the failure kind (timeout, dns, too_large, ...)"),
+    ("error", STR, "'' or the failure kind (timeout, dns, connect, ...)"),
     ("content_type", STR, "the Content-Type header"),
     ("length", np.int64, "body bytes received (restored, for a revisit)"),
     ("fetch_time", np.float64, "Unix time the transfer started"),
@@ -66,6 +66,7 @@ PAGES: tuple[tuple[str, np.dtype | type, str], ...] = (  # /pages/*: name, dtype
     ("redirect", STR, "resolved Location of a 3xx, else ''"),
     ("revisit", np.uint8, "0 fetched; 1 304 Not Modified; 2 still fresh, not fetched "
      "(body restored from the archive)"),
+    ("truncated", np.uint8, "1: the body is the first `--fetch-max-bytes` of a longer one"),
 )
 PAGE_FIELDS: dict[str, np.dtype | type] = {name: dtype for name, dtype, _ in PAGES}
 FORMAT = "bspcrawl-rank"
@@ -176,6 +177,7 @@ class RankStore:
         b["content_fp"].append(content_fp)
         b["redirect"].append(redirect)
         b["revisit"].append(result.revisit)
+        b["truncated"].append(result.truncated)
         self.link_buffer.extend(link_fps)
         self.link_counts.append(len(link_fps))
         if len(terms):
@@ -290,12 +292,20 @@ def by_term(hashes: np.ndarray, term_hashes: np.ndarray) -> tuple[np.ndarray, np
     return order[shift + np.arange(len(h))], offsets
 
 
+def page_column(f: h5py.File, name: str) -> np.ndarray:
+    """``/pages/<name>`` of a segment or rank file; zeros for a column an older bspcrawl did
+    not write (a resumed crawl's earlier segments)."""
+    if f"pages/{name}" in f:
+        return f[f"pages/{name}"][:]
+    return np.zeros(f["pages/url"].shape[0], PAGE_FIELDS[name])
+
+
 def join_segments(out: Path, rank: int, ranks: int, settings: dict, complete: bool) -> Path:
     """Join a rank's segments into ``DIR/rank-NNNN.h5`` (CSR links and index) and remove
     them; returns the file's path."""
     parts = [h5py.File(path, "r") for _, path in segments(out, rank)]
     try:
-        columns = {name: np.concatenate([p[f"pages/{name}"][:] for p in parts])
+        columns = {name: np.concatenate([page_column(p, name) for p in parts])
                    if parts else np.zeros(0, dtype) for name, dtype in PAGE_FIELDS.items()}
         counts = np.concatenate([p["links/counts"][:] for p in parts] + [np.zeros(0, np.int32)])
         targets = np.concatenate([p["links/targets"][:] for p in parts]
@@ -344,7 +354,7 @@ def split_rank_file(out: Path, rank: int, superstep: int) -> None:
     path = rank_path(out, rank)
     segment_dir(out, rank).mkdir(parents=True, exist_ok=True)
     with h5py.File(path, "r") as f:
-        pages = {name: f[f"pages/{name}"][:] for name in PAGE_FIELDS}
+        pages = {name: page_column(f, name) for name in PAGE_FIELDS}
         counts = np.diff(f["links/offsets"][:]).astype(np.int32)
         terms = [t.encode() for t in f["index/terms"].asstr()[:]]
         term_hashes = np.array([term_hash(t) for t in terms], dtype=np.int64)

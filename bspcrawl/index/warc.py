@@ -256,6 +256,8 @@ class WarcWriter:
                        ("WARC-Payload-Digest", warc_digest(body)),
                        ("WARC-Block-Digest", warc_digest(http, body)),
                        ("Content-Type", _RESPONSE)]
+            if result.truncated:  # WARC 1.1 section 5.13: cut at the configured length
+                fields.append(("WARC-Truncated", "length"))
             block = (http, body)
         request = http_request_headers(url, request_headers).to_ascii_bytes()
         members = [self._member(record_bytes(fields, *block)), self._member(record_bytes(

@@ -55,8 +55,6 @@ _ERRORS = {
     pycurl.E_COULDNT_RESOLVE_HOST: "dns",
     pycurl.E_COULDNT_CONNECT: "connect",
     pycurl.E_OPERATION_TIMEDOUT: "timeout",
-    pycurl.E_WRITE_ERROR: "too_large",
-    pycurl.E_FILESIZE_EXCEEDED: "too_large",
     pycurl.E_GOT_NOTHING: "empty_reply",
     pycurl.E_RECV_ERROR: "recv",
     pycurl.E_SEND_ERROR: "send",
@@ -82,6 +80,7 @@ class _Transfer:
         self.limit = settings.fetch_max_bytes
         self.parts: list[bytes] = []
         self.size = 0
+        self.cut = False  # the current body was cut at its cap
         self.headers: dict[str, str] = {}
         self.job: FetchJob | None = None
         self.limit_now = self.limit
@@ -117,7 +116,7 @@ class _Transfer:
     def start(self, job: FetchJob) -> None:
         if self.hang and self.hang in job.url:
             threading.Event().wait()
-        self.job, self.parts, self.size, self.headers = job, [], 0, {}
+        self.job, self.parts, self.size, self.headers, self.cut = job, [], 0, {}, False
         self.blocked = ""
         self.limit_now = MAX_ROBOTS_BYTES if job.robotstxt else self.limit
         c = self.curl
@@ -130,9 +129,9 @@ class _Transfer:
 
     def _write(self, data: bytes) -> int | None:
         self.size += len(data)
-        if self.size > self.limit_now:
-            if self.job is not None and self.job.robotstxt:  # keep the first 500 KiB, stop
-                self.parts.append(data[: len(data) - (self.size - self.limit_now)])
+        if self.size > self.limit_now:  # keep the first bytes (decoded), stop the transfer
+            self.parts.append(data[: len(data) - (self.size - self.limit_now)])
+            self.cut = True
             return 0  # abort: E_WRITE_ERROR
         self.parts.append(data)
         return None
@@ -162,8 +161,8 @@ class _Transfer:
         res = FetchResult(self.job, started=self.started, headers=self.headers)
         res.elapsed = time.time() - self.started
         res.status = int(c.getinfo(pycurl.RESPONSE_CODE) or 0)
-        truncated_robots = errno == pycurl.E_WRITE_ERROR and self.job.robotstxt
-        if errno and not truncated_robots:
+        res.truncated = self.cut  # the body was cut at the cap: kept, marked (not an error)
+        if errno and not self.cut:
             res.error = "blocked_address" if self.blocked else _ERRORS.get(errno, f"curl_{errno}")
             res.status = 0
         else:
