@@ -211,6 +211,9 @@ def from_args(args: argparse.Namespace, base: dict[str, Any] | None = None,
     is one error line alone)."""
     values: dict[str, Any] = {DEPRECATED.get(k, k): v for k, v in (base or {}).items()}
     notes: list[str] = list(getattr(args, "notes", None) or [])
+    for key in [k for k in values if k not in _TYPES]:  # a newer bspcrawl's setting
+        notes.append(f"the stored setting {key!r} is unknown to this bspcrawl: ignored")
+        del values[key]
     if getattr(args, "config", None):
         values.update(load_toml(Path(args.config), notes.append))
     for f in fields(Settings):

@@ -67,6 +67,23 @@ def test_output_directory_holding_something_else(tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["thesis.tex"]
 
 
+def test_a_killed_crawls_temporary_files_do_not_block_overwrite(tmp_path):
+    # regression (issue 14): a leftover crawl.h5.tmp made --overwrite refuse the directory
+    from bspcrawl.index.output import OutputError, prepare
+
+    out = tmp_path / "o"
+    (out / "segments" / "rank-0000").mkdir(parents=True)
+    for name in ("crawl.h5.tmp", "rank-0003.h5.tmp", "rank-0003.h5", ".bspcrawl-write-test"):
+        (out / name).write_bytes(b"half")
+    with pytest.raises(OutputError, match="earlier crawl"):
+        prepare(out, overwrite=False)
+    prepare(out, overwrite=True)
+    assert list(out.iterdir()) == []
+    (out / "notes.h5.tmp").write_bytes(b"someone else's")
+    with pytest.raises(OutputError, match="not a crawl's"):
+        prepare(out, overwrite=True)
+
+
 def test_output_is_a_file(tmp_path):
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("http://127.1.0.1:1/\n")

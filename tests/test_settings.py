@@ -41,6 +41,10 @@ def test_old_names_still_work_with_one_note_each(tmp_path):
     stored = {"fetch_robots": 3, "robots_ttl": 9.0}  # an older crawl's checkpoint
     s = from_args(p.parse_args([]), base=stored, note=notes.append)
     assert (s.fetch_workers, s.robotstxt_ttl) == (3, 9.0) and len(notes) == 3
+    # regression (issue 14): an unknown stored key was a TypeError traceback on resume
+    s = from_args(p.parse_args([]), base={"fetch_workers": 2, "from_the_future": 1},
+                  note=notes.append)
+    assert s.fetch_workers == 2 and "'from_the_future' is unknown" in notes[-1]
 
 
 @pytest.mark.parametrize("argv", [["--robots", "0"], ["--min-host-delay", "-1"],

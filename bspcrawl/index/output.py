@@ -1,7 +1,8 @@
 """The output directory: checked before a crawl, and joined into ``crawl.h5`` after it.
 
 A crawl owns exactly ``crawl.h5``, ``rank-NNNN.h5``, ``warc/``, ``segments/``,
-``checkpoint/`` (and a ``stop`` request) in its directory.
+``checkpoint/`` (and a ``stop`` request, and the ``.tmp`` files of a crawl killed while
+writing) in its directory.
 :func:`prepare` refuses a directory holding anything else, and refuses an earlier crawl's
 files unless ``overwrite`` is set, so a mistyped ``--out`` never destroys data.
 
@@ -29,7 +30,9 @@ from bspcrawl.counters import STATS_DTYPE
 from bspcrawl.index.store import PAGE_FIELDS, rank_path
 
 CRAWL_FILE = "crawl.h5"
-_OURS = re.compile(r"(crawl|rank-\d{4})\.h5|segments|checkpoint|stop|warc")
+# what a crawl leaves, a killed one's temporary files too
+_OURS = re.compile(r"(crawl|rank-\d{4})\.h5(\.tmp)?|segments|checkpoint|stop|warc"
+                   r"|\.bspcrawl-write-test")
 
 
 class OutputError(Exception):
