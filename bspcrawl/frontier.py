@@ -41,7 +41,7 @@ from bspcrawl.cbt import CBT
 from bspcrawl.counters import Stats
 from bspcrawl.messages import FetchJob, FetchResult, Link
 from bspcrawl.partition import Directory
-from bspcrawl.robots.politeness import RETRY_STATUSES, Politeness
+from bspcrawl.robots.politeness import RETRY_STATUSES, ROBOTS_FINAL_ERRORS, Politeness
 from bspcrawl.robots.robotstxt import RobotsRules
 from bspcrawl.settings import Settings
 from bspcrawl.urls import fingerprints, host_key, strip_params
@@ -320,9 +320,11 @@ class Frontier:
         the host's rules and its delay."""
         s = self.settings
         self.stats["robotstxt/fetched"] += 1
-        if 200 <= result.status < 500 or result.error == "redirects":
+        if 200 <= result.status < 500 or result.error in ROBOTS_FINAL_ERRORS:
             # 2xx parsed; 4xx (a 429 too, after its rest) or more than five redirects:
-            # "unavailable", allow all (RFC 9309 2.3.1.2-3)
+            # "unavailable", allow all (RFC 9309 2.3.1.2-3). A refused address: allow all
+            # too, so that every URL of the host is committed as blocked_address (seen in
+            # inspect), not silently denied
             host.robots_failures = 0
             body = result.body if 200 <= result.status < 300 else ALLOW_ALL
         else:

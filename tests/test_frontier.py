@@ -145,3 +145,16 @@ def test_a_robots_txt_of_any_bytes_survives_a_checkpoint(tmp_path):
     assert sorted((x.url, x.depth, x.hops) for x in g.links.values()) == sorted(
         (x.url, x.depth, x.hops) for x in f.links.values())
     g._check()
+
+
+def test_a_host_at_a_refused_address_has_its_urls_fetched_as_blocked_not_denied():
+    # regression (issue 14): a private host's robots.txt failed as blocked_address, was
+    # retried, then disallowed everything: its URLs vanished as frontier/robots_denied
+    f = frontier()
+    f.receive([Link("http://10.0.0.1/a"), Link("http://10.0.0.1/b")])
+    (robots,) = f.next_jobs(0)
+    assert f.done(FetchResult(robots, error="blocked_address", ended=0.0)) is False
+    assert f.hosts["10.0.0.1:80"].ready_at == 0.0  # no backoff: it would be refused again
+    jobs = f.next_jobs(1) + f.next_jobs(2)
+    assert sorted(j.url for j in jobs) == ["http://10.0.0.1/a", "http://10.0.0.1/b"]
+    assert f.stats["frontier/robots_denied"] == 0 and f.stats["robotstxt/errors"] == 0

@@ -31,6 +31,9 @@ from bspcrawl.settings import Settings
 
 BACKOFF_BASE = 5.0  # seconds of rest after the first 429/503 without Retry-After
 RETRY_STATUSES = frozenset((429, 503))
+# robots.txt failures that are final, not "unreachable": more than five redirects is
+# "unavailable" (RFC 9309 2.3.1.2); an address the guard refuses will be refused again
+ROBOTS_FINAL_ERRORS = frozenset(("redirects", "blocked_address"))
 
 
 RETRY_AFTER_MAX = 10 ** 9  # seconds: a larger delta (any number of digits) counts as this
@@ -68,7 +71,7 @@ def backs_off(result: FetchResult) -> bool:
     if result.status in RETRY_STATUSES:
         return True
     return result.job.robotstxt and not (200 <= result.status < 500
-                                         or result.error == "redirects")
+                                         or result.error in ROBOTS_FINAL_ERRORS)
 
 
 class Politeness:
