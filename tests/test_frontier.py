@@ -158,3 +158,18 @@ def test_a_host_at_a_refused_address_has_its_urls_fetched_as_blocked_not_denied(
     jobs = f.next_jobs(1) + f.next_jobs(2)
     assert sorted(j.url for j in jobs) == ["http://10.0.0.1/a", "http://10.0.0.1/b"]
     assert f.stats["frontier/robots_denied"] == 0 and f.stats["robotstxt/errors"] == 0
+
+
+def test_robots_txt_applies_to_its_own_scheme_host_and_port():
+    # RFC 9309 2.3: the rules of http://a.test/robots.txt bind http://a.test:80 only
+    f = frontier()
+    f.receive([Link("http://a.test/x"), Link("https://a.test/y"), Link("http://a.test:8080/z")])
+    jobs = f.next_jobs(0)
+    assert sorted(j.url for j in jobs) == ["http://a.test/robots.txt",
+                                           "http://a.test:8080/robots.txt",
+                                           "https://a.test/robots.txt"]
+    for job in jobs:
+        body = b"User-agent: *\nDisallow: /\n" if job.url == "http://a.test/robots.txt" else b""
+        f.done(FetchResult(job, status=200, body=body, ended=0.0))
+    assert sorted(j.url for j in f.next_jobs(1)) == ["http://a.test:8080/z", "https://a.test/y"]
+    assert f.stats["frontier/robots_denied"] == 1
