@@ -331,3 +331,38 @@ def test_a_truncated_body_is_archived_with_warc_truncated(tmp_path):
                    for r in ArchiveIterator(f) if r.rec_type == "response"]
     assert records == [("http://h/big", "length", cut.body), ("http://h/small", None, b"whole")]
     assert read_body(path, a.record.offset) == cut.body
+
+
+FULL_DISK = """
+import os, resource, signal, sys
+from pathlib import Path
+from bspcrawl.index.warc import WarcWriter
+from bspcrawl.messages import FetchJob, FetchResult
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # past the limit, write() fails with EFBIG
+resource.setrlimit(resource.RLIMIT_FSIZE, (30_000, 30_000))
+w = WarcWriter(Path(sys.argv[1]), rank=1)
+written = 0
+for i in range(20):
+    res = FetchResult(FetchJob(1, i, f"http://h/{i}", "h"), status=200, body=os.urandom(3000))
+    try:
+        w.write_fetch(res)
+        written += 1
+    except OSError as e:
+        print(written, e.errno, flush=True)
+        break
+w.close()
+"""
+
+
+def test_a_full_disk_leaves_no_torn_record_in_a_finished_file(tmp_path):
+    # issue 14: a failed WARC write left a torn record in a file then renamed as finished
+    done = subprocess.run([sys.executable, "-c", FULL_DISK, str(tmp_path)], capture_output=True,
+                          text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    written, errno = map(int, done.stdout.split())
+    assert 0 < written < 20 and errno == 27  # EFBIG
+    (path,) = check_files(tmp_path)
+    with open(path, "rb") as f:
+        uris = [r.rec_headers.get_header("WARC-Target-URI") for r in ArchiveIterator(f)
+                if r.rec_type == "response"]
+    assert uris == [f"http://h/{i}" for i in range(written)]

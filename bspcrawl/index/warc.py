@@ -298,11 +298,29 @@ class WarcWriter:
         return z.compress(record) + z.flush()
 
     def _write(self, data: bytes) -> None:
+        """Append whole records, or none: a failed write (a full disk: ENOSPC, EDQUOT,
+        EFBIG) is cut off again before the error is raised, so no finished file ever holds
+        a torn record."""
         assert self._fd is not None
         view = memoryview(data)
-        while view:
-            view = view[os.write(self._fd, view):]
+        try:
+            while view:
+                view = view[os.write(self._fd, view):]
+        except OSError:
+            self._cut()
+            raise
         self._size += len(data)
+
+    def _cut(self) -> None:
+        """Truncate the open file to its last whole record; if even that fails, leave it
+        unfinished (``*.open``) for :func:`recover`, and go on in a new file."""
+        assert self._fd is not None
+        try:
+            os.ftruncate(self._fd, self._size)
+        except OSError:
+            os.close(self._fd)
+            self._fd = None
+            self.index += 1
 
     def _start(self) -> None:
         name = warc_name(self.rank, self.index)
