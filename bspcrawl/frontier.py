@@ -194,7 +194,7 @@ class Frontier:
                 key = host_key(self.links[fp].url)
                 host = self.hosts.get(key)
                 if host is None:
-                    host = self.hosts[key] = Host(delay=self.settings.politeness_min_host_delay)
+                    host = self.hosts[key] = Host(delay=self.politeness.delay(None))
                 host.pending.append(fp)
                 self.pending += 1
                 if key not in served and self._can_serve(host, now):
@@ -407,7 +407,8 @@ class Frontier:
                     continue
                 host = self.hosts[key] = Host(taken=int(st["taken"][i]),
                                               robots_failures=int(st["robots_failures"][i]),
-                                              ready_at=now + float(st["ready_left"][i]))
+                                              ready_at=now + float(st["ready_left"][i]),
+                                              delay=self.politeness.delay(None))
                 if st["robots_known"][i]:
                     self._set_rules(host, bytes(st["robots_txt"][i]),
                                     now + float(st["robots_left"][i]))

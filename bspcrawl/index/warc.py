@@ -205,8 +205,12 @@ class WarcWriter:
         self._random = random.Random(os.urandom(16))  # record ids: unique, not secret
 
     def path(self, index: int) -> Path:
-        """The path of finished file ``index`` (the history's ``warc_file``)."""
-        return self.folder / warc_name(self.rank, index)
+        """The path of file ``index`` (the history's ``warc_file``): the file being written
+        is still ``*.warc.gz.open``; its records are whole on disk, so it can be read."""
+        path = self.folder / warc_name(self.rank, index)
+        if self._fd is not None and index == self.index:
+            return path.with_name(path.name + OPEN)
+        return path
 
     def __enter__(self) -> WarcWriter:
         return self

@@ -1,0 +1,252 @@
+"""The commit pipeline on bodies written here (no network): links, robots directives,
+redirects, non-HTML, revisits restored from the archive; rows, link graph and postings
+read back from the rank file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import h5py
+import pytest
+import xxhash
+
+from bspcrawl.commit import Committer, charset, is_html
+from bspcrawl.frontier import Frontier
+from bspcrawl.index.archive import Archive
+from bspcrawl.index.store import RankStore, rank_path
+from bspcrawl.messages import FETCHED, FRESH, NOT_MODIFIED, FetchJob, FetchResult, Link
+from bspcrawl.settings import Settings
+from bspcrawl.urls import fingerprint
+
+T0 = 1_704_067_200.0
+PAGE = (b"<html><head><title>Greeting</title></head><body>hello world hello "
+        b'<a href="/a#frag">a</a> <a href="b?x=1">b</a> <a href="http://other.test/c#x">c</a> '
+        b'<a href="mailto:me@a.test">m</a> <a href="/a">again</a></body></html>')
+PAGE_LINKS = ["http://a.test/a", "http://a.test/dir/b?x=1", "http://other.test/c"]
+
+
+class Rank:
+    """One rank's archive, store and committer in ``out``."""
+
+    def __init__(self, out: Path, warc: bool = False, revisits: bool = False) -> None:
+        self.out = out
+        settings = Settings().validate()
+        self.frontier = Frontier(settings)
+        self.archive = Archive(out, 0, warc=warc, revisits=revisits)
+        self.store = RankStore(out, 0, 1, {}, flush_pages=1000, archive=self.archive)
+        self.committer = Committer(self.archive, self.store, settings.agent_token,
+                                   self.frontier.fingerprints)
+        self.seq = 0
+
+    def job(self, url: str, depth: int = 0, hops: int = 0) -> FetchJob:
+        self.seq += 1
+        return FetchJob(self.seq, 0, url, "a.test:80", depth=depth, hops=hops,
+                        fp=fingerprint(url))
+
+    def commit(self, url: str = "http://a.test/dir/page", status: int = 200,
+               body: bytes = PAGE, content_type: str = "text/html", depth: int = 2,
+               hops: int = 0, **kw: object) -> list[Link]:
+        result = FetchResult(self.job(url, depth, hops), status=status, body=body,
+                             content_type=content_type, started=T0 + self.seq, **kw)
+        return self.committer.commit(result)
+
+    def read(self) -> dict:
+        """Rows, out-links and postings ({doc: {term: tf}}) of the closed store."""
+        self.store.close(1)
+        with h5py.File(rank_path(self.out, 0)) as f:
+            pages = {name: f[f"pages/{name}"][()] for name in f["pages"]}
+            for name in ("url", "error", "content_type", "redirect"):
+                pages[name] = f[f"pages/{name}"].asstr()[()].tolist()
+            off, targets = f["links/offsets"][()], f["links/targets"][()]
+            links = [targets[off[i]:off[i + 1]].tolist() for i in range(len(off) - 1)]
+            terms = f["index/terms"].asstr()[()].tolist()
+            toff, docs, tf = f["index/offsets"][()], f["index/docs"][()], f["index/tf"][()]
+        postings: dict[int, dict[str, int]] = {}
+        for i, term in enumerate(terms):
+            for d, n in zip(docs[toff[i]:toff[i + 1]].tolist(), tf[toff[i]:toff[i + 1]].tolist(),
+                            strict=True):
+                postings.setdefault(d, {})[term] = n
+        return {"pages": pages, "links": links, "postings": postings}
+
+
+def fps(urls: list[str]) -> list[int]:
+    return [fingerprint(u) for u in urls]
+
+
+def test_an_html_page_yields_its_links_terms_and_row(tmp_path):
+    rank = Rank(tmp_path)
+    links = rank.commit(depth=2, hops=1)
+    assert links == [Link(u, 3, 0) for u in PAGE_LINKS]
+    got = rank.read()
+    p = got["pages"]
+    assert p["url"] == ["http://a.test/dir/page"] and p["doc_id"].tolist() == [0]
+    assert p["status"].tolist() == [200] and p["error"] == [""]
+    assert p["depth"].tolist() == [2] and p["seq"].tolist() == [1]
+    assert p["length"].tolist() == [len(PAGE)] and p["content_type"] == ["text/html"]
+    assert p["content_fp"].tolist() == [xxhash.xxh3_64_intdigest(PAGE)]
+    assert p["url_fp"].tolist() == [fingerprint("http://a.test/dir/page")]
+    assert p["redirect"] == [""] and p["revisit"].tolist() == [FETCHED]
+    assert got["links"] == [fps(PAGE_LINKS)]
+    terms = got["postings"][0]
+    assert terms["hello"] == 2 and terms["world"] == 1 and terms["greeting"] == 1
+    assert "href" not in terms and "html" not in terms  # text, not markup
+
+
+def test_x_robots_tag_and_meta_robots(tmp_path):
+    meta_none = PAGE.replace(b"<head>", b'<head><meta name="robots" content="none">')
+    meta_noindex = PAGE.replace(b"<head>", b'<head><meta name="ROBOTS" content="noindex">')
+    cases = [  # (X-Robots-Tag, body, links kept, terms kept)
+        ("nofollow", PAGE, False, True),
+        ("noindex", PAGE, True, False),
+        ("noindex, nofollow", PAGE, False, False),
+        ("none", PAGE, False, False),
+        ("bspcrawl: nofollow", PAGE, False, True),
+        ("otherbot: noindex, nofollow", PAGE, True, True),  # another crawler's
+        ("", meta_none, False, False),
+        ("", meta_noindex, True, False),
+        ("", PAGE, True, True),
+    ]
+    rank = Rank(tmp_path)
+    for tag, body, follow, _ in cases:
+        headers = {"x-robots-tag": tag} if tag else {}
+        links = rank.commit(body=body, headers=headers)
+        assert links == ([Link(u, 3) for u in PAGE_LINKS] if follow else []), tag
+    got = rank.read()
+    for doc, (tag, _, follow, index) in enumerate(cases):
+        assert got["links"][doc] == (fps(PAGE_LINKS) if follow else []), tag
+        assert ("hello" in got["postings"].get(doc, {})) == index, tag
+    assert got["pages"]["doc_id"].tolist() == list(range(len(cases)))  # all stored
+
+
+def test_a_redirect_yields_its_target_one_hop_further(tmp_path):
+    rank = Rank(tmp_path)
+    links = rank.commit(url="http://a.test/dir/old", status=301, body=PAGE,
+                        location="../new?q=1#top", depth=4, hops=2)
+    assert links == [Link("http://a.test/new?q=1", 4, 3)]  # same depth, one more hop
+    assert rank.commit(url="http://a.test/x", status=302, body=b"", content_type="",
+                       location="http://[bad") == []  # an unresolvable Location: no link
+    got = rank.read()
+    assert got["pages"]["redirect"] == ["http://a.test/new?q=1", ""]
+    assert got["pages"]["status"].tolist() == [301, 302]
+    assert got["links"] == [[], []]  # a redirect is no out-link; its body is not parsed
+    assert got["postings"] == {}
+
+
+def test_non_html_and_failed_fetches_yield_no_links(tmp_path):
+    rank = Rank(tmp_path)
+    assert rank.commit(content_type="application/pdf") == []
+    assert rank.commit(content_type="text/plain") == []
+    assert rank.commit(status=404) == []
+    assert rank.commit(status=0, body=b"", content_type="", error="timeout") == []
+    assert rank.commit(content_type="") == [Link(u, 3) for u in PAGE_LINKS]  # sniffed
+    got = rank.read()
+    assert got["links"] == [[], [], [], [], fps(PAGE_LINKS)]
+    assert set(got["postings"]) == {4}
+    assert got["pages"]["error"] == ["", "", "", "timeout", ""]
+    assert rank.store.errors == 1 and rank.store.pages_ok == 3
+
+
+def test_the_content_type_charset_decodes_the_body(tmp_path):
+    rank = Rank(tmp_path)
+    body = "<html><body>привет мир</body></html>".encode("koi8-r")
+    rank.commit(body=body, content_type="text/html; charset=KOI8-R")
+    rank.commit(body=body, content_type="text/html")  # undeclared: windows-1252
+    got = rank.read()
+    assert {"привет", "мир"} <= set(got["postings"][0])
+    assert "привет" not in got["postings"][1]
+
+
+def test_a_304_revisit_is_parsed_like_the_original(tmp_path):
+    rank = Rank(tmp_path, warc=True, revisits=True)
+    url = "http://a.test/dir/page"
+    first = rank.commit(url=url, headers={"etag": '"v1"', "content-type": "text/html"})
+    rank.archive.close()  # the WARC file with the original is finished (and below: open)
+    job = rank.job(url, depth=2)
+    assert rank.archive.plan([job], T0 + 100) == []  # not fresh: revalidated
+    assert job.headers == ('If-None-Match: "v1"',)
+    result = FetchResult(job, status=304, headers={"etag": '"v1"'}, started=T0 + 100)
+    again = rank.committer.commit(result)
+    assert result.revisit == NOT_MODIFIED and result.body == PAGE
+    assert again == first == [Link(u, 3) for u in PAGE_LINKS]
+    got = rank.read()
+    p = got["pages"]
+    assert p["status"].tolist() == [200, 304]
+    assert p["revisit"].tolist() == [FETCHED, NOT_MODIFIED]
+    assert p["content_fp"][0] == p["content_fp"][1] == xxhash.xxh3_64_intdigest(PAGE)
+    assert got["links"][0] == got["links"][1] == fps(PAGE_LINKS)
+    assert got["postings"][0] == got["postings"][1]
+    assert rank.store.bytes == len(PAGE)  # a revisit's restored body is not received bytes
+    versions = rank.archive.history.versions(fingerprint(url))
+    assert [v.status for v in versions] == [200, 304]
+    assert versions[0].warc_offset == versions[1].warc_offset  # the revisit refers to it
+
+
+def test_a_fresh_page_is_restored_and_parsed_without_a_fetch(tmp_path):
+    rank = Rank(tmp_path, warc=True, revisits=True)
+    url = "http://a.test/dir/page"
+    rank.commit(url=url, headers={"cache-control": "max-age=3600",
+                                  "content-type": "text/html; charset=utf-8"})
+    rank.archive.close()
+    job = rank.job(url, depth=2)
+    (fresh,) = rank.archive.plan([job], T0 + 60)
+    assert fresh.job is job and fresh.revisit == FRESH and fresh.status == 0
+    assert rank.committer.commit(fresh) == [Link(u, 3) for u in PAGE_LINKS]
+    assert (fresh.status, fresh.content_type) == (200, "text/html; charset=utf-8")
+    got = rank.read()
+    assert got["pages"]["revisit"].tolist() == [FETCHED, FRESH]
+    assert got["links"][1] == fps(PAGE_LINKS)
+    assert len(rank.archive.history.versions(fingerprint(url))) == 1  # nothing fetched
+
+
+def test_a_304_restores_a_body_from_the_warc_file_being_written(tmp_path):
+    rank = Rank(tmp_path, warc=True, revisits=True)
+    url = "http://a.test/dir/page"
+    rank.commit(url=url, headers={"etag": '"v1"'})
+    job = rank.job(url, depth=2)
+    rank.archive.plan([job], T0 + 100)
+    result = FetchResult(job, status=304, headers={"etag": '"v1"'}, started=T0 + 100)
+    assert rank.committer.commit(result) == [Link(u, 3) for u in PAGE_LINKS]
+
+
+def test_a_304_without_an_archived_body_is_committed_bodiless(tmp_path):
+    rank = Rank(tmp_path, warc=False, revisits=True)
+    result = FetchResult(rank.job("http://a.test/x"), status=304, started=T0)
+    assert rank.committer.commit(result) == []
+    assert result.revisit == NOT_MODIFIED and result.body == b""
+    assert rank.read()["pages"]["revisit"].tolist() == [NOT_MODIFIED]
+
+
+def result(content_type: str = "", body: bytes = b"") -> FetchResult:
+    return FetchResult(FetchJob(0, 0, "http://a.test/", "a.test:80"), status=200,
+                       content_type=content_type, body=body)
+
+
+@pytest.mark.parametrize(("content_type", "body", "html"), [
+    ("text/html", b"", True),
+    ("TEXT/HTML; charset=utf-8", b"%PDF", True),
+    ("application/xhtml+xml", b"", True),
+    ("application/pdf", b"<html><body>", False),
+    ("text/plain", b"<html>", False),
+    ("", b"<!DOCTYPE html><HTML lang=en>", True),
+    ("", b" " * 1019 + b"<html>", True),
+    ("", b" " * 1020 + b"<html>", False),  # sniffed in the first 1024 bytes only
+    ("", b"%PDF-1.7", False),
+    ("", b"", False),
+])
+def test_is_html(content_type, body, html):
+    assert is_html(result(content_type, body)) is html
+
+
+@pytest.mark.parametrize(("content_type", "expected"), [
+    ("text/html; charset=UTF-8", "UTF-8"),
+    ('text/html; Charset="iso-8859-1"', "iso-8859-1"),
+    ("text/html;charset=koi8-r;format=flowed", "koi8-r"),
+    ("text/html; format=flowed; CHARSET = utf-8 ", "utf-8"),
+    ("text/html", None),
+    ("text/html; charset=", None),
+    ('text/html; charset=""', None),
+    ("charset=utf-8", None),  # the media type, not a parameter
+    ("", None),
+])
+def test_charset(content_type, expected):
+    assert charset(content_type) == expected
