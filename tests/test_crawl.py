@@ -127,5 +127,7 @@ def test_without_allow_net_a_local_web_is_never_contacted(tmp_path):
                               str(tmp_path / "out"), "--min-host-delay", "0", "--progress",
                               "none"], capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
-    assert _summary(tmp_path / "out")["pages_fetched"] == 0
+    info = _summary(tmp_path / "out")  # each seed is committed as refused, nothing else
+    assert info["pages_fetched"] == len(web.seeds()) and info["pages_ok"] == 0
+    assert info["errors"] == {"blocked_address": len(web.seeds())}
     assert not log.exists() or log.read_text() == ""
