@@ -9,6 +9,7 @@ printed once (by rank 0) however many ranks share the mistake.
 from __future__ import annotations
 
 import argparse
+import errno
 import json
 import os
 import shutil
@@ -17,14 +18,19 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
 
 from bspcrawl import __version__
 from bspcrawl import settings as settings_mod
 from bspcrawl.index.output import OutputError, prepare
 from bspcrawl.settings import Settings
 
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
 EXIT_USAGE = 2
+EXIT_DISK_FULL = 3  # no space left: the crawl stopped at its last checkpoint, resumable
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
 
 
 class UsageError(Exception):
@@ -207,13 +213,30 @@ def _crawl(args: argparse.Namespace, out: Path,
                   f"{outcome.wall_s:.1f} s on {comm.Get_size()} ranks, "
                   f"{outcome.supersteps} supersteps, stopped: {outcome.stopped}; {path}",
                   file=sys.stderr)
+    except OSError as e:
+        if e.errno not in DISK_FULL:
+            _abort_others(comm)
+            raise
+        print(f"bspcrawl: error: rank {comm.Get_rank()} cannot write to {out} ("
+              f"{os.strerror(e.errno)}); the crawl stopped, its last complete checkpoint is "
+              f"kept: free space, then 'bspcrawl resume {out}' goes on from there",
+              file=sys.stderr)
+        if comm.Get_size() > 1:
+            comm.Abort(EXIT_DISK_FULL)
+        sys.exit(EXIT_DISK_FULL)
     except Exception:
-        if comm.Get_size() > 1:  # do not leave the other ranks waiting forever
-            import traceback
-
-            traceback.print_exc()
-            comm.Abort(1)
+        _abort_others(comm)
         raise
+
+
+def _abort_others(comm: MPI.Comm) -> None:
+    """After an uncaught error on this rank: print it and abort every rank, so that the
+    others do not wait for this one forever (under P > 1)."""
+    if comm.Get_size() > 1:
+        import traceback
+
+        traceback.print_exc()
+        comm.Abort(1)
 
 
 def cmd_stop(args: argparse.Namespace) -> None:

@@ -23,6 +23,7 @@ Only the main thread calls MPI (``bsp.py``); the fetch workers run in a backgrou
 from __future__ import annotations
 
 import os
+import resource
 import signal
 import time
 from dataclasses import dataclass
@@ -116,6 +117,7 @@ class Crawl:
         """Crawl until every frontier is empty and nothing is in flight, or a limit;
         checkpoint every ``checkpoint_every`` supersteps and at the end."""
         s, start = self.settings, time.monotonic()
+        self._fault(self.superstep, "start")
         self.scheduler = Scheduler(s, self.frontier, self.window, self.archive, Committer(
             self.archive, self.store, s.agent_token, self.frontier.fingerprints), self.stats)
         old = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT,
@@ -261,9 +263,15 @@ class Crawl:
 
     def _fault(self, k: int, point: str) -> None:
         """Fault injection for the tests: BSPCRAWL_FAULT=rank:superstep:point (point:
-        before, during or after a checkpoint) kills this process there with SIGKILL."""
-        if os.environ.get("BSPCRAWL_FAULT") == f"{self.rank}:{k}:{point}":
+        before, during or after a checkpoint) kills this process there with SIGKILL;
+        BSPCRAWL_FAULT=fsize:N (point "start") makes every file stop growing at N bytes,
+        as a full disk does (set after MPI started: its own files need room)."""
+        fault = os.environ.get("BSPCRAWL_FAULT", "")
+        if fault == f"{self.rank}:{k}:{point}":
             os.kill(os.getpid(), signal.SIGKILL)
+        if point == "start" and fault.startswith("fsize:"):
+            size = int(fault[6:])
+            resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
 
     def _on_signal(self, signum: int, frame: object) -> None:
         if self.stop_requested:  # a second signal: stop at once

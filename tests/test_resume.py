@@ -128,3 +128,17 @@ def test_a_damaged_checkpoint_falls_back_or_fails_clearly(tmp_path):
     assert res.returncode == 2
     assert res.stderr.startswith("bspcrawl: error: checkpoint file")
     assert len(res.stderr.strip().splitlines()) == 1
+
+
+def test_a_full_disk_is_one_line_and_resume_after_it_loses_nothing(tmp_path):
+    # issue 14: a full disk (ENOSPC, EDQUOT, EFBIG) is a stop, not a loss
+    out = tmp_path / "out"
+    with serve(pages=1500, hosts=30) as web:
+        full = crawl(1, web.seeds(), out, "--checkpoint-every", "10",
+                     env={**ENV, "BSPCRAWL_FAULT": "fsize:600000"})  # EFBIG past 600 KB
+        assert full.returncode == 3, full.stderr
+        (line,) = full.stderr.strip().splitlines()
+        assert "cannot write to" in line and "File too large" in line and "resume" in line
+        res = resume(1, out, "--checkpoint-every", "10")
+        assert res.returncode == 0, res.stderr
+    assert_complete_and_exact(out, web)
