@@ -66,6 +66,8 @@ COUNTERS: tuple[Counter, ...] = (
     Counter("fetch/retried", TOTAL, "URLs fetched again after a 429 or 503"),
     Counter("robotstxt/fetched", TOTAL, "robots.txt answers handled (failures included)"),
     Counter("robotstxt/errors", TOTAL, "robots.txt fetches answered 5xx or not at all"),
+    Counter("robotstxt/too_costly", TOTAL, "robots.txt files of more rules than are checked "
+            "per URL (the host is disallowed)"),
     Counter("window/in_flight", GAUGE, "jobs in outstanding schedules not yet answered"),
     Counter("window/unreleased", GAUGE, "page jobs scheduled and not committed yet "
             "(deferred ones too)", synced=True),

@@ -334,6 +334,7 @@ class Frontier:
                 return
             body = DISALLOW_ALL
         self._set_rules(host, body, now + s.robotstxt_ttl)
+        self.stats["robotstxt/too_costly"] += host.rules.too_costly
 
     def _set_rules(self, host: Host, robots_txt: bytes, until: float) -> None:
         """Give a host the rules of a robots.txt body, and the delay they imply."""
