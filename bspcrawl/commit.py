@@ -11,6 +11,8 @@ Python work per process, DESIGN.md):
    and ``<meta name="robots">`` (``robots/links.py``); ``X-Robots-Tag`` and the meta tag's
    ``nofollow`` / ``noindex`` / ``none`` drop its links or its terms;
 3. **terms**: the text's term counts (``index/terms.py``);
+   a page's links past ``--crawl-max-outlinks`` are dropped (a link flood's cost stays
+   bounded: one 2 MiB page can hold 144,000 links);
 4. **archive**: WARC records, a history row and validators (``index/archive.py``);
 5. **store**: the page row, its out-links' fingerprints and its postings, with the next
    dense doc id (``index/store.py``).
@@ -25,6 +27,7 @@ from collections.abc import Callable
 import numpy as np
 import xxhash
 
+from bspcrawl.counters import Stats
 from bspcrawl.index.archive import Archive
 from bspcrawl.index.store import RankStore
 from bspcrawl.index.terms import EMPTY, count_terms
@@ -56,13 +59,16 @@ class Committer:
 
     ``fingerprints`` maps URLs to their seen-set keys (the frontier's, so that the link
     graph's targets match ``/pages/url_fp``); ``agent_token`` is matched against
-    ``X-Robots-Tag`` lines.
+    ``X-Robots-Tag`` lines; a page's links past ``max_outlinks`` (0: no limit) are
+    dropped, in document order, and counted in ``stats`` (``commit/outlinks_cut``).
     """
 
     def __init__(self, archive: Archive, store: RankStore, agent_token: str,
-                 fingerprints: Callable[[list[str]], np.ndarray]) -> None:
+                 fingerprints: Callable[[list[str]], np.ndarray], max_outlinks: int = 0,
+                 stats: Stats | None = None) -> None:
         self.archive, self.store, self.agent_token = archive, store, agent_token
-        self.fingerprints = fingerprints
+        self.fingerprints, self.max_outlinks = fingerprints, max_outlinks
+        self.stats = Stats() if stats is None else stats
         self.cache = LinkCache()
 
     def commit(self, result: FetchResult) -> list[Link]:
@@ -83,6 +89,9 @@ class Committer:
                                        self.agent_token)
             if "nofollow" not in header and "none" not in header:
                 found = page.links
+                if self.max_outlinks and len(found) > self.max_outlinks:
+                    self.stats["commit/outlinks_cut"] += len(found) - self.max_outlinks
+                    found = found[: self.max_outlinks]
             if not page.noindex and "noindex" not in header and "none" not in header:
                 terms = count_terms(page.text)
             links.extend(Link(u, job.depth + 1) for u in found)

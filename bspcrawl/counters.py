@@ -60,6 +60,9 @@ COUNTERS: tuple[Counter, ...] = (
     Counter("frontier/duplicates", TOTAL, "URLs received that were seen already"),
     Counter("frontier/robots_denied", TOTAL, "URLs robots.txt disallows"),
     Counter("frontier/filtered", TOTAL, "URLs too long or matching --url-blacklist"),
+    Counter("frontier/trap_path", TOTAL, "URLs whose path has a trap's shape "
+            "(--url-max-segments, --url-max-repeats)"),
+    Counter("commit/outlinks_cut", TOTAL, "links past --crawl-max-outlinks of their page"),
     Counter("frontier/host_cap", TOTAL, "URLs past --max-host-pages of their host"),
     Counter("frontier/too_deep", TOTAL, "URLs deeper than --max-depth"),
     Counter("frontier/too_many_hops", TOTAL, "redirects past --fetch-max-redirects hops"),

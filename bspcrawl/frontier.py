@@ -44,7 +44,7 @@ from bspcrawl.partition import Directory
 from bspcrawl.robots.politeness import RETRY_STATUSES, ROBOTS_FINAL_ERRORS, Politeness
 from bspcrawl.robots.robotstxt import RobotsRules
 from bspcrawl.settings import Settings
-from bspcrawl.urls import fingerprints, host_key, strip_params
+from bspcrawl.urls import PathTraps, fingerprints, host_key, strip_params
 
 
 @dataclass(slots=True)
@@ -107,6 +107,7 @@ class Frontier:
         self.revisiting: set[int] = set()  # depth, hops); fps put back by a revisit
         self.strip = (re.compile(settings.url_strip_params, re.I) if settings.url_strip_params
                       else None)
+        self.traps = PathTraps(settings.url_max_segments, settings.url_max_repeats)
         self.blacklist = (re.compile("|".join(f"(?:{b})" for b in settings.url_blacklist))
                           if settings.url_blacklist else None)
 
@@ -144,6 +145,8 @@ class Frontier:
             if len(link.url) > s.url_max_length or (
                     self.blacklist and self.blacklist.search(link.url)):
                 self.stats["frontier/filtered"] += 1
+            elif self.traps.caught(link.url):
+                self.stats["frontier/trap_path"] += 1
             elif s.crawl_max_depth and link.depth > s.crawl_max_depth:
                 self.stats["frontier/too_deep"] += 1
             elif link.hops > s.fetch_max_redirects:

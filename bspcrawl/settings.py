@@ -82,6 +82,12 @@ class Settings:
     url_max_length: int = _opt(2048, "ignore URLs longer than this", "characters")
     url_strip_params: str = _opt(TRACKING_PARAMS, "regex of query/path parameter names left "
                                  "out of the seen-set key (tracking, session ids; '': none)")
+    url_max_segments: int = _opt(40, "ignore URLs whose path has more segments (a spider "
+                                 "trap; real trees are 20 deep at most; 0: no limit)")
+    url_max_repeats: int = _opt(3, "ignore URLs whose path repeats a segment, or a run of up "
+                                "to three, this many times in a row (/a/a/a; 0: no limit)")
+    crawl_max_outlinks: int = _opt(20_000, "follow at most this many links of one page, in "
+                                   "document order (0: no limit)")
     url_blacklist: list[str] = field(default_factory=list, metadata={
         "doc": "ignore URLs matching this regex (repeatable)", "unit": ""})
 
@@ -108,6 +114,7 @@ class Settings:
                         "politeness_retries", "politeness_max_backoff", "robotstxt_ttl",
                         "robotstxt_retries", "window_straggler_timeout", "crawl_max_pages",
                         "crawl_max_host_pages", "crawl_max_seconds", "crawl_max_depth",
+                        "url_max_segments", "url_max_repeats", "crawl_max_outlinks",
                         "crawl_revisit_after",
                         "checkpoint_every")
         for name in positive:

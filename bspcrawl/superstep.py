@@ -118,8 +118,10 @@ class Crawl:
         checkpoint every ``checkpoint_every`` supersteps and at the end."""
         s, start = self.settings, time.monotonic()
         self._fault(self.superstep, "start")
-        self.scheduler = Scheduler(s, self.frontier, self.window, self.archive, Committer(
-            self.archive, self.store, s.agent_token, self.frontier.fingerprints), self.stats)
+        committer = Committer(self.archive, self.store, s.agent_token,
+                              self.frontier.fingerprints, s.crawl_max_outlinks, self.stats)
+        self.scheduler = Scheduler(s, self.frontier, self.window, self.archive, committer,
+                                   self.stats)
         old = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT,
                                                                   signal.SIGTERM)}
         stopping, stopped = "", ""

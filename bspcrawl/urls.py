@@ -197,3 +197,32 @@ def strip_params(url: str, pattern: re.Pattern[str] | None) -> str:
         kept = [p for p in query.split("&") if p and not pattern.fullmatch(p.partition("=")[0])]
         return base + ("?" + "&".join(kept) if kept else "")
     return base
+
+
+def path_of(url: str) -> str:
+    """The path of a resolved URL (``"/a/b"`` of ``"http://h/a/b?q"``)."""
+    rest = url.partition("://")[2]
+    return "/" + rest.partition("/")[2].partition("?")[0].partition("#")[0]
+
+
+class PathTraps:
+    """The spider-trap shapes of a URL's path, after Heritrix's decide rules: more than
+    ``max_segments`` segments (TooManyPathSegments), or one segment, or a run of two or
+    three, repeated ``max_repeats`` times in a row (PathologicalPath: ``/a/a/a/``,
+    ``/x/y/x/y/x/y``). 0 turns a rule off.
+
+    >>> PathTraps(40, 3).caught("http://h/a/b/a/b/a/b/")
+    True
+    """
+
+    def __init__(self, max_segments: int, max_repeats: int) -> None:
+        self.max_segments = max_segments
+        self.repeat = re.compile(rf"(/[^/]+(?:/[^/]+){{0,2}})\1{{{max_repeats - 1},}}(?=/|$)"
+                                 ) if max_repeats > 1 else None
+
+    def caught(self, url: str) -> bool:
+        """True if the URL's path has a trap's shape."""
+        path = path_of(url)
+        if self.max_segments and path.count("/") > self.max_segments:
+            return True
+        return bool(self.repeat and self.repeat.search(path))

@@ -250,3 +250,12 @@ def test_is_html(content_type, body, html):
 ])
 def test_charset(content_type, expected):
     assert charset(content_type) == expected
+
+
+def test_a_link_flood_is_cut_at_max_outlinks_in_document_order(tmp_path):
+    # issue 14: one 2 MiB page added about 144,000 URLs
+    rank = Rank(tmp_path)
+    rank.committer.max_outlinks = 2
+    assert rank.commit() == [Link(u, 3) for u in PAGE_LINKS[:2]]
+    assert rank.committer.stats["commit/outlinks_cut"] == 1
+    assert rank.read()["links"] == [fps(PAGE_LINKS[:2])]

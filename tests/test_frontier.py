@@ -173,3 +173,11 @@ def test_robots_txt_applies_to_its_own_scheme_host_and_port():
         f.done(FetchResult(job, status=200, body=body, ended=0.0))
     assert sorted(j.url for j in f.next_jobs(1)) == ["http://a.test:8080/z", "https://a.test/y"]
     assert f.stats["frontier/robots_denied"] == 1
+
+
+def test_trap_shaped_paths_are_dropped_on_arrival():
+    # issue 14: a default crawl of an ever-deeper trap never ended
+    f = frontier()
+    new = f.receive([Link("http://a.test/x/x/x/"), Link("http://a.test/" + "d/" * 41),
+                     Link("http://a.test/a/b/")])
+    assert new == 1 and f.stats["frontier/trap_path"] == 2

@@ -197,3 +197,19 @@ def test_resolve_output_is_canonical(href: str, base: str) -> None:
     if out is not None:
         assert canonical(out) == out
         assert out.startswith(("http://", "https://"))
+
+
+def test_path_traps_catch_deep_and_repeating_paths_but_not_real_trees():
+    from bspcrawl.urls import PathTraps
+
+    traps = PathTraps(max_segments=40, max_repeats=3)
+    deep_doc = "http://h/" + "/".join(f"level{i}" for i in range(20)) + "/page.html"
+    assert not traps.caught(deep_doc)  # a 20-level documentation tree is crawled whole
+    assert not traps.caught("http://h/2024/01/01/news/01/index.html?x=/a/a/a")
+    assert not traps.caught("http://h/docs/docs/guide/")  # twice is not a pattern
+    assert traps.caught("http://h/a/a/a")
+    assert traps.caught("http://h/x/calendar/calendar/calendar/2024/")
+    assert traps.caught("http://h/a/b/a/b/a/b/c")
+    assert traps.caught("http://h/a/b/c/a/b/c/a/b/c")
+    assert traps.caught("http://h/" + "d/" * 41)
+    assert not PathTraps(0, 0).caught("http://h/a/a/a/a/a")
