@@ -11,8 +11,9 @@ Python work per process, DESIGN.md):
    and ``<meta name="robots">`` (``robots/links.py``); ``X-Robots-Tag`` and the meta tag's
    ``nofollow`` / ``noindex`` / ``none`` drop its links or its terms;
 3. **terms**: the text's term counts (``index/terms.py``);
-   a page's links past ``--crawl-max-outlinks`` are dropped (a link flood's cost stays
-   bounded: one 2 MiB page can hold 144,000 links);
+   a page's links past ``--crawl-max-outlinks``, and past ``--crawl-max-page-hosts``
+   distinct hosts, are dropped (a link flood's cost stays bounded: one 2 MiB page can hold
+   144,000 links, or links to 114,000 subdomains);
 4. **archive**: WARC records, a history row and validators (``index/archive.py``);
 5. **store**: the page row, its out-links' fingerprints and its postings, with the next
    dense doc id (``index/store.py``).
@@ -34,7 +35,7 @@ from bspcrawl.index.terms import EMPTY, count_terms
 from bspcrawl.messages import FetchResult, Link
 from bspcrawl.robots.links import LinkCache, parse_html
 from bspcrawl.robots.robotstxt import header_directives
-from bspcrawl.urls import host_hash, resolve
+from bspcrawl.urls import host_hash, host_key, resolve
 
 
 def is_html(result: FetchResult) -> bool:
@@ -59,15 +60,17 @@ class Committer:
 
     ``fingerprints`` maps URLs to their seen-set keys (the frontier's, so that the link
     graph's targets match ``/pages/url_fp``); ``agent_token`` is matched against
-    ``X-Robots-Tag`` lines; a page's links past ``max_outlinks`` (0: no limit) are
-    dropped, in document order, and counted in ``stats`` (``commit/outlinks_cut``).
+    ``X-Robots-Tag`` lines; a page's links past ``max_outlinks``, and its links to hosts
+    past ``max_hosts`` distinct ones (0: no limit), are dropped, in document order, and
+    counted in ``stats`` (``commit/outlinks_cut``, ``commit/hosts_cut``).
     """
 
     def __init__(self, archive: Archive, store: RankStore, agent_token: str,
                  fingerprints: Callable[[list[str]], np.ndarray], max_outlinks: int = 0,
-                 stats: Stats | None = None) -> None:
+                 stats: Stats | None = None, max_hosts: int = 0) -> None:
         self.archive, self.store, self.agent_token = archive, store, agent_token
         self.fingerprints, self.max_outlinks = fingerprints, max_outlinks
+        self.max_hosts = max_hosts
         self.stats = Stats() if stats is None else stats
         self.cache = LinkCache()
 
@@ -92,6 +95,8 @@ class Committer:
                 if self.max_outlinks and len(found) > self.max_outlinks:
                     self.stats["commit/outlinks_cut"] += len(found) - self.max_outlinks
                     found = found[: self.max_outlinks]
+                if self.max_hosts and len(found) > self.max_hosts:  # else they cannot be
+                    found = self._few_hosts(found)
             if not page.noindex and "noindex" not in header and "none" not in header:
                 terms = count_terms(page.text)
             links.extend(Link(u, job.depth + 1) for u in found)
@@ -100,3 +105,16 @@ class Committer:
         self.store.commit(result, job.fp, redirect, self.fingerprints(found).tolist(),
                           terms, content_fp)
         return links
+
+    def _few_hosts(self, found: list[str]) -> list[str]:
+        """The links to the page's first ``max_hosts`` distinct hosts (a page of links to
+        100,000 subdomains would grow the host directory every rank holds)."""
+        hosts: set[str] = set()
+        kept = []
+        for url in found:
+            key = host_key(url)
+            if key in hosts or len(hosts) < self.max_hosts:
+                hosts.add(key)
+                kept.append(url)
+        self.stats["commit/hosts_cut"] += len(found) - len(kept)
+        return kept

@@ -63,6 +63,8 @@ COUNTERS: tuple[Counter, ...] = (
     Counter("frontier/trap_path", TOTAL, "URLs whose path has a trap's shape "
             "(--url-max-segments, --url-max-repeats)"),
     Counter("commit/outlinks_cut", TOTAL, "links past --crawl-max-outlinks of their page"),
+    Counter("commit/hosts_cut", TOTAL, "links to hosts past --crawl-max-page-hosts of "
+            "their page"),
     Counter("frontier/host_cap", TOTAL, "URLs past --max-host-pages of their host"),
     Counter("frontier/too_deep", TOTAL, "URLs deeper than --max-depth"),
     Counter("frontier/too_many_hops", TOTAL, "redirects past --fetch-max-redirects hops"),

@@ -88,6 +88,8 @@ class Settings:
                                 "to three, this many times in a row (/a/a/a; 0: no limit)")
     crawl_max_outlinks: int = _opt(20_000, "follow at most this many links of one page, in "
                                    "document order (0: no limit)")
+    crawl_max_page_hosts: int = _opt(1000, "follow links of one page to at most this many "
+                                     "hosts, in document order (0: no limit)")
     url_blacklist: list[str] = field(default_factory=list, metadata={
         "doc": "ignore URLs matching this regex (repeatable)", "unit": ""})
 
@@ -115,6 +117,7 @@ class Settings:
                         "robotstxt_retries", "window_straggler_timeout", "crawl_max_pages",
                         "crawl_max_host_pages", "crawl_max_seconds", "crawl_max_depth",
                         "url_max_segments", "url_max_repeats", "crawl_max_outlinks",
+                        "crawl_max_page_hosts",
                         "crawl_revisit_after",
                         "checkpoint_every")
         for name in positive:

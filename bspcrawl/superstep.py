@@ -119,7 +119,8 @@ class Crawl:
         s, start = self.settings, time.monotonic()
         self._fault(self.superstep, "start")
         committer = Committer(self.archive, self.store, s.agent_token,
-                              self.frontier.fingerprints, s.crawl_max_outlinks, self.stats)
+                              self.frontier.fingerprints, s.crawl_max_outlinks, self.stats,
+                              s.crawl_max_page_hosts)
         self.scheduler = Scheduler(s, self.frontier, self.window, self.archive, committer,
                                    self.stats)
         old = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT,

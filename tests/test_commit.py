@@ -259,3 +259,11 @@ def test_a_link_flood_is_cut_at_max_outlinks_in_document_order(tmp_path):
     assert rank.commit() == [Link(u, 3) for u in PAGE_LINKS[:2]]
     assert rank.committer.stats["commit/outlinks_cut"] == 1
     assert rank.read()["links"] == [fps(PAGE_LINKS[:2])]
+
+
+def test_links_to_too_many_hosts_are_cut_in_document_order(tmp_path):
+    # issue 14: a page of links to 114,000 subdomains added them all to the host directory
+    rank = Rank(tmp_path)
+    rank.committer.max_hosts = 1
+    assert rank.commit() == [Link(u, 3) for u in PAGE_LINKS[:2]]  # a.test twice, not other
+    assert rank.committer.stats["commit/hosts_cut"] == 1
