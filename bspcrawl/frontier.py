@@ -52,7 +52,8 @@ class Host:
     """Per-host scheduling state (all hosts a rank owns)."""
 
     rules: RobotsRules | None = None
-    robots_txt: bytes = b""  # what the rules were parsed from (kept for checkpoints)
+    robots_txt: bytes = b""  # what applies of the robots.txt (RobotsRules.source), kept
+    # for checkpoints: the group for us, not the whole file (up to 500 KiB)
     rules_until: float = 0.0  # monotonic time the rules expire
     robots_failures: int = 0
     delay: float = 0.0  # max(min host delay, Crawl-delay)
@@ -342,8 +343,8 @@ class Frontier:
     def _set_rules(self, host: Host, robots_txt: bytes, until: float) -> None:
         """Give a host the rules of a robots.txt body, and the delay they imply."""
         s = self.settings
-        host.robots_txt, host.rules_until = robots_txt, until
         host.rules = RobotsRules.parse(robots_txt, s.agent_token)
+        host.robots_txt, host.rules_until = host.rules.source, until
         host.delay = self.politeness.delay(host.rules.crawl_delay)
 
     def _check(self) -> None:

@@ -175,12 +175,16 @@ def test_only_our_group_is_kept_and_a_costly_one_disallows_everything() -> None:
     rules = RobotsRules.parse(f"{others}User-agent: *\nDisallow: /private\n".encode(), AGENT)
     assert not rules.too_costly and rules.allowed("http://h/public")
     assert not rules.allowed("http://h/private/x")
+    assert rules.source == b"User-agent: *\nDisallow: /private"  # what a checkpoint keeps
     ours = RobotsRules.parse(b"User-agent: *\nDisallow: /\nUser-agent: bspcrawl\n"
                              b"Disallow: /a\nUser-agent: other\nUser-agent: bspcrawl\n"
                              b"Disallow: /b\nCrawl-delay: 2\nSitemap: http://h/s.xml\n", AGENT)
     assert ours.allowed("http://h/c") and not ours.allowed("http://h/a")
     assert not ours.allowed("http://h/b") and ours.crawl_delay == 2.0
     assert ours.sitemaps == ["http://h/s.xml"]
+    again = RobotsRules.parse(ours.source, AGENT)  # the source parses to the same rules
+    assert again.source == ours.source and again.crawl_delay == 2.0
+    assert [again.allowed(f"http://h/{p}") for p in "abc"] == [False, False, True]
 
     def group(n, pattern):
         return ("User-agent: *\n" + "".join(f"Disallow: {pattern % i}\n" for i in range(n))

@@ -86,10 +86,10 @@ MAX_WILDCARD_RULES = 200
 """The same bound for rules with ``*`` or ``$`` (each a regular expression to match)."""
 
 
-def _rewrite(text: str, token: str) -> tuple[str, int, int]:
-    """The robots.txt *text* as protego should see it for product *token*: only the group
-    that applies to us (ours, merged, or else the ``*`` groups; RFC 9309 2.2.1) and the
-    sitemaps; with the number of its rules and of its wildcard rules."""
+def _rewrite(text: str, token: str) -> tuple[bool, list[str], int, int]:
+    """What of robots.txt *text* applies to product *token*: whether a group names us
+    (else the ``*`` groups apply; RFC 9309 2.2.1), the lines of those groups, merged, then
+    the sitemaps, and the number of their rules and of their wildcard rules."""
     token = token.lower()
     groups: dict[str, list[str]] = {_US: [], "*": []}
     found: set[str] = set()
@@ -120,8 +120,7 @@ def _rewrite(text: str, token: str) -> tuple[str, int, int]:
     ours = _US if _US in found else "*"
     rules = [x for x in groups[ours] if _FIELD.match(x)[1].lower() in _RULE_FIELDS]
     wild = sum(("*" in x or "$" in x) for x in rules)
-    text = "\n".join([f"User-agent: {ours}", *groups[ours], *sitemaps])
-    return text, len(rules), wild
+    return ours == _US, groups[ours] + sitemaps, len(rules), wild
 
 
 class RobotsRules:
@@ -132,12 +131,14 @@ class RobotsRules:
     Query with ``allowed(url)`` (a few µs), ``crawl_delay`` and ``sitemaps``.
     """
 
-    __slots__ = ("_default", "_parser", "too_costly")
+    __slots__ = ("_default", "_parser", "source", "too_costly")
 
-    def __init__(self, parser: Protego | None, default: bool, too_costly: bool = False) -> None:
+    def __init__(self, parser: Protego | None, default: bool, too_costly: bool = False,
+                 source: bytes = b"") -> None:
         self._parser = parser
         self._default = default
         self.too_costly = too_costly  # disallows all: more rules than we check per URL
+        self.source = source  # the part of the file that applies: parses to these rules
 
     @classmethod
     def parse(cls, body: bytes, user_agent: str) -> RobotsRules:
@@ -146,10 +147,13 @@ class RobotsRules:
         :data:`MAX_WILDCARD_RULES` wildcard rules, disallows everything (``too_costly``):
         a hostile file must not cost every check of the host's URLs milliseconds."""
         text = body[:MAX_ROBOTS_BYTES].decode("utf-8", errors="replace").removeprefix("\ufeff")
-        kept, rules, wild = _rewrite(text, product_token(user_agent))
+        token = product_token(user_agent)
+        named, lines, rules, wild = _rewrite(text, token)
         if rules > MAX_RULES or wild > MAX_WILDCARD_RULES:
-            return cls(None, False, too_costly=True)
-        return cls(Protego.parse(kept), True)
+            return cls(None, False, too_costly=True, source=b"User-agent: *\nDisallow: /\n")
+        source = "\n".join([f"User-agent: {token if named else '*'}", *lines])
+        return cls(Protego.parse("\n".join([f"User-agent: {_US if named else '*'}", *lines])),
+                   True, source=source.encode())
 
     @classmethod
     def allow_all(cls) -> RobotsRules:
