@@ -40,8 +40,8 @@ import numpy as np
 from bspcrawl.cbt import CBT
 from bspcrawl.counters import Stats
 from bspcrawl.messages import FetchJob, FetchResult, Link
-from bspcrawl.partition import Directory
-from bspcrawl.robots.politeness import RETRY_STATUSES, ROBOTS_FINAL_ERRORS, Politeness
+from bspcrawl.partition import Directory, links_from_arrays, links_to_arrays
+from bspcrawl.robots.politeness import RETRY_STATUSES, Politeness, unreachable
 from bspcrawl.robots.robotstxt import RobotsRules
 from bspcrawl.settings import Settings
 from bspcrawl.urls import PathTraps, fingerprints, host_key, strip_params
@@ -324,7 +324,7 @@ class Frontier:
         the host's rules and its delay."""
         s = self.settings
         self.stats["robotstxt/fetched"] += 1
-        if 200 <= result.status < 500 or result.error in ROBOTS_FINAL_ERRORS:
+        if not unreachable(result):
             # 2xx parsed; 4xx (a 429 too, after its rest) or more than five redirects:
             # "unavailable", allow all (RFC 9309 2.3.1.2-3). A refused address: allow all
             # too, so that every URL of the host is committed as blocked_address (seen in
@@ -377,9 +377,7 @@ class Frontier:
         known = [h.rules is not None for _, h in hosts]
         return {
             "seen": np.fromiter(self.seen, np.int64, len(self.seen)),
-            "url": np.array([x.url for x in queued], dtype=object),
-            "depth": np.array([x.depth for x in queued], dtype=np.int32),
-            "hops": np.array([x.hops for x in queued], dtype=np.int32),
+            **links_to_arrays(queued),
             "retry_fp": np.fromiter(self.retries, np.int64, len(self.retries)),
             "retry_n": np.fromiter(self.retries.values(), np.int64, len(self.retries)),
             "host": np.array([k for k, _ in hosts], dtype=object),
@@ -390,9 +388,7 @@ class Frontier:
             "robots_failures": np.array([h.robots_failures for _, h in hosts], np.int32),
             "ready_left": np.array([max(0.0, h.ready_at - now) for _, h in hosts]),
             "taken": np.array([h.taken for _, h in hosts], dtype=np.int64),
-            "revisit_url": np.array([r[2] for r in later], dtype=object),
-            "revisit_depth": np.array([r[3] for r in later], dtype=np.int32),
-            "revisit_hops": np.array([r[4] for r in later], dtype=np.int32),
+            **links_to_arrays([Link(*r[2:]) for r in later], "revisit_"),
             "revisit_left": np.array([r[0] - now for r in later], dtype=np.float64),
         }
 
@@ -418,19 +414,16 @@ class Frontier:
                     self._set_rules(host, bytes(st["robots_txt"][i]),
                                     now + float(st["robots_left"][i]))
             mine = len(states) == 1  # the same P: every URL of the state is this rank's
-            links = [Link(u, d, h) for u, d, h in zip(
-                st["url"].astype(str).tolist(), st["depth"].tolist(), st["hops"].tolist(),
-                strict=True) if mine or directory.owner(u) == rank]
+            links = [x for x in links_from_arrays(st) if mine or directory.owner(x.url) == rank]
             fps = self.fingerprints([x.url for x in links]).tolist()
             new = {fp: x for fp, x in zip(fps, links, strict=True) if fp not in self.links}
             self.links.update(new)
             if new:
                 self.cbt.insert_many(np.fromiter(new, np.int64, len(new)),
                                      np.array([-float(x.depth) for x in new.values()]))
-            later = [(Link(u, d, h), left) for u, d, h, left in zip(
-                st["revisit_url"].astype(str).tolist(), st["revisit_depth"].tolist(),
-                st["revisit_hops"].tolist(), st["revisit_left"].tolist(), strict=True)
-                if mine or directory.owner(u) == rank]
+            later = [(x, left) for x, left in zip(links_from_arrays(st, "revisit_"),
+                                                  st["revisit_left"].tolist(), strict=True)
+                     if mine or directory.owner(x.url) == rank]
             fps = self.fingerprints([x.url for x, _ in later]).tolist()
             for (link, left), fp in zip(later, fps, strict=True):
                 self.revisit_later(link, fp, now + left)

@@ -86,6 +86,21 @@ class Directory:
         return directory
 
 
+def links_to_arrays(links: list[Link], prefix: str = "") -> dict[str, np.ndarray]:
+    """Links as checkpoint columns: ``{prefix}url`` (str), ``{prefix}depth`` and
+    ``{prefix}hops`` (int32)."""
+    return {f"{prefix}url": np.array([x.url for x in links], dtype=object),
+            f"{prefix}depth": np.array([x.depth for x in links], dtype=np.int32),
+            f"{prefix}hops": np.array([x.hops for x in links], dtype=np.int32)}
+
+
+def links_from_arrays(arrays: dict[str, np.ndarray], prefix: str = "") -> list[Link]:
+    """Inverse of :func:`links_to_arrays`."""
+    return [Link(u, d, h) for u, d, h in zip(
+        arrays[f"{prefix}url"].astype(str).tolist(), arrays[f"{prefix}depth"].tolist(),
+        arrays[f"{prefix}hops"].tolist(), strict=True)]
+
+
 def encode(links: list[Link]) -> bytes:
     """One batch as bytes (see the module docstring)."""
     return "".join(f"{x.depth} {x.hops} {x.url}\n" for x in links).encode()

@@ -258,17 +258,16 @@ def load_toml(path: Path, note: Callable[[str], None]) -> dict[str, Any]:
         raise SettingsError(f"cannot read config {path}: {e.strerror}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise SettingsError(f"config {path} is not valid TOML: {e}") from None
-    types = _TYPES
     for old in [k for k in data if k in DEPRECATED]:
         note(f"config {path}: {old} is deprecated; use {DEPRECATED[old]}")
         data[DEPRECATED[old]] = data.pop(old)
     for key, value in data.items():
-        if key not in types:
-            raise SettingsError(f"config {path}: unknown setting {key!r}{_hint(key, types)}")
+        if key not in _TYPES:
+            raise SettingsError(f"config {path}: unknown setting {key!r}{_hint(key, _TYPES)}")
         want = {"int": int, "float": (int, float), "bool": bool, "str": str,
-                "list[str]": list}[str(types[key])]
-        if types[key] == "list[str]" and isinstance(value, list):
+                "list[str]": list}[str(_TYPES[key])]
+        if _TYPES[key] == "list[str]" and isinstance(value, list):
             value = value if all(isinstance(v, str) for v in value) else None
-        if not isinstance(value, want) or (isinstance(value, bool) and types[key] != "bool"):
+        if not isinstance(value, want) or (isinstance(value, bool) and _TYPES[key] != "bool"):
             raise SettingsError(f"config {path}: {key} has the wrong type ({value!r})")
     return data

@@ -40,7 +40,7 @@ from bspcrawl.index.archive import Archive, previous_hosts
 from bspcrawl.index.store import RankStore
 from bspcrawl.index.window import Window
 from bspcrawl.messages import Link
-from bspcrawl.partition import Directory, pack, unpack
+from bspcrawl.partition import Directory, links_from_arrays, links_to_arrays, pack, unpack
 from bspcrawl.progress import Progress
 from bspcrawl.scheduler import Scheduler
 from bspcrawl.settings import Settings
@@ -220,10 +220,8 @@ class Crawl:
         self._fault(k, "before")
         self.store.seal(k)
         arrays = self.frontier.snapshot(self.scheduler.unfinished())
-        for name, links in (("inbox", self.inbox), ("held", self.held)):
-            arrays.update({f"{name}_url": np.array([x.url for x in links], dtype=object),
-                           f"{name}_depth": np.array([x.depth for x in links], dtype=np.int32),
-                           f"{name}_hops": np.array([x.hops for x in links], dtype=np.int32)})
+        arrays.update(links_to_arrays(self.inbox, "inbox_"))
+        arrays.update(links_to_arrays(self.held, "held_"))
         arrays["directory"] = self.directory.snapshot()
         checkpoint.write(self.out, self.rank, k, arrays, {
             "next_seq": self.window.next_seq, "counters": self.stats.totals()})
@@ -246,9 +244,7 @@ class Crawl:
         self.frontier.restore(arrays, self.rank, self.directory)
         self.inbox = []
         for name in ("inbox", "held"):  # with another P, held links go to their owners
-            links = [Link(u, int(d), int(h)) for a in arrays for u, d, h in zip(
-                a[f"{name}_url"].astype(str).tolist(), a[f"{name}_depth"].tolist(),
-                a[f"{name}_hops"].tolist(), strict=True)]
+            links = [x for a in arrays for x in links_from_arrays(a, f"{name}_")]
             if name == "held" and same:
                 self.held = links
             else:

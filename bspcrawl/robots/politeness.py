@@ -34,8 +34,6 @@ RETRY_STATUSES = frozenset((429, 503))
 # robots.txt failures that are final, not "unreachable": more than five redirects is
 # "unavailable" (RFC 9309 2.3.1.2); an address the guard refuses will be refused again
 ROBOTS_FINAL_ERRORS = frozenset(("redirects", "blocked_address"))
-
-
 RETRY_AFTER_MAX = 10 ** 9  # seconds: a larger delta (any number of digits) counts as this
 
 
@@ -64,14 +62,19 @@ def backoff(attempt: int, hint: float | None, cap: float) -> float:
     return min(rest, cap)
 
 
+def unreachable(result: FetchResult) -> bool:
+    """Is a robots.txt answer "unreachable" (RFC 9309 2.3.1.3-4: a 5xx or no answer, to be
+    retried), rather than an answer (2xx, or 4xx, more than five redirects or a refused
+    address: "unavailable")?"""
+    return not (200 <= result.status < 500 or result.error in ROBOTS_FINAL_ERRORS)
+
+
 def backs_off(result: FetchResult) -> bool:
-    """Does the answer call for a backoff? A 429 or 503; for a robots.txt also any other
-    5xx or no answer (RFC 9309: "unreachable"; more than five redirects is "unavailable",
-    like a 4xx)."""
+    """Does the answer call for a backoff? A 429 or 503; for a robots.txt also an
+    :func:`unreachable` one."""
     if result.status in RETRY_STATUSES:
         return True
-    return result.job.robotstxt and not (200 <= result.status < 500
-                                         or result.error in ROBOTS_FINAL_ERRORS)
+    return result.job.robotstxt and unreachable(result)
 
 
 class Politeness:
