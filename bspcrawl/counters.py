@@ -99,17 +99,14 @@ STATS_DTYPE = np.dtype([("rank", np.int32), ("superstep", np.int64)] + [
 class Stats(dict[str, float]):
     """One rank's counters, every name of :data:`COUNTERS` present (zero at first).
 
-    A plain dict, so bumping is ``stats["frontier/duplicates"] += 1``; setting a name not in
-    the table raises KeyError, so a counter cannot exist without its documentation.
+    A plain dict, so bumping is ``stats["frontier/duplicates"] += 1`` at dict speed (it is
+    done per link); bumping a name not in the table raises KeyError, and a name set
+    otherwise fails the next :meth:`row`, so a counter cannot exist without its
+    documentation.
     """
 
     def __init__(self) -> None:
         super().__init__((c.name, 0.0 if c.seconds else 0) for c in COUNTERS)
-
-    def __setitem__(self, name: str, value: float) -> None:
-        if name not in BY_NAME:
-            raise KeyError(f"{name!r} is not in bspcrawl.counters.COUNTERS")
-        super().__setitem__(name, value)
 
     def vector(self) -> np.ndarray:
         """The synced counters, in :data:`SYNCED` order (int64), for the sync."""
