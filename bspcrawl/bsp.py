@@ -9,8 +9,9 @@ the tests use it):
    byte count of the links it sends there, the number of hosts it found, and its counters
    (the synced ones of ``counters.py``); so every rank learns what it will receive and the
    same global sums, from which all ranks take the same decisions;
-2. :func:`announce`, only when some rank found hosts no rank owns yet: one
-   ``Iallgatherv`` of their hashes, so every rank deals them alike (``partition.py``);
+2. :func:`announce`, only when some rank found hosts no rank owns yet or has domain budget
+   news: one ``Iallgatherv`` of their hashes, so every rank deals them alike
+   (``partition.py``), and of the news (``budgets.py``);
 3. :func:`exchange`, only when some rank sends links: one ``Ialltoallv`` of the URL
    batches, as byte buffers (never pickled lists).
 
@@ -78,8 +79,9 @@ def sync(comm: MPI.Comm, send_counts: np.ndarray, new_hosts: int,
 
 
 def announce(comm: MPI.Comm, new_hosts: np.ndarray, found: np.ndarray) -> np.ndarray:
-    """Every rank's new host hashes (int64), in rank order; ``found`` is each rank's count
-    (from :func:`sync`). No collective when no rank found any."""
+    """Every rank's ``new_hosts`` (int64 values: the loop sends host and domain hashes), in
+    rank order; ``found`` is each rank's count of values (from :func:`sync`). No
+    collective when no rank found any."""
     hosts = np.empty(int(found.sum()), dtype=np.int64)
     if len(hosts):
         displ = np.concatenate(([0], np.cumsum(found)[:-1]))

@@ -65,7 +65,9 @@ COUNTERS: tuple[Counter, ...] = (
     Counter("commit/outlinks_cut", TOTAL, "links past --crawl-max-outlinks of their page"),
     Counter("commit/hosts_cut", TOTAL, "links to hosts past --crawl-max-page-hosts of "
             "their page"),
-    Counter("frontier/host_cap", TOTAL, "URLs past --max-host-pages of their host"),
+    Counter("frontier/host_cap", TOTAL, "URLs arrived past --max-host-pages of their host"),
+    Counter("frontier/domain_cap", TOTAL, "URLs arrived past --max-domain-pages of their "
+            "registered domain"),
     Counter("frontier/too_deep", TOTAL, "URLs deeper than --max-depth"),
     Counter("frontier/too_many_hops", TOTAL, "redirects past --fetch-max-redirects hops"),
     Counter("fetch/retried", TOTAL, "URLs fetched again after a 429 or 503"),
@@ -84,6 +86,8 @@ COUNTERS: tuple[Counter, ...] = (
     Counter("exchange/urls_in", STEP, "links received from the ranks (this one included)"),
     Counter("exchange/urls_found", STEP, "links found by the pages committed"),
     Counter("exchange/urls_remote", STEP, "links sent to other ranks"),
+    Counter("exchange/domain_full", TOTAL, "links to hosts past --max-domain-hosts of their "
+            "registered domain"),
     Counter("exchange/undelivered", STEP, "links sent or held back (their host not yet "
             "dealt), not received by any rank yet", synced=True),
     Counter("stop/requested", GAUGE, "1: a signal or the stop file asked to stop",

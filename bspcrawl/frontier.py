@@ -19,7 +19,11 @@ one FIFO per host:
   ``politeness_retries`` times, and is committed only with its final answer;
 - with ``crawl_revisit_after``, a page committed is put back into the CBT that long
   after (:meth:`Frontier.revisit_later`): a crawl that revisits never runs out of URLs and
-  ends at a limit or a stop; revisits do not count toward ``crawl_max_host_pages``.
+  ends at a limit or a stop.
+
+Limits apply when a URL arrives, so that they bound memory too: its length, path shape
+(``urls.PathTraps``), depth, redirect hops, and its host's and registered domain's budgets
+(``budgets.py``; revisits and retries are not arrivals).
 
 For unpaced hosts that answer, every decision depends only on the order of operations,
 never on the clock, so crawls with the same seeds, settings and P schedule the same URLs in
@@ -37,6 +41,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bspcrawl.budgets import Budgets
 from bspcrawl.cbt import CBT
 from bspcrawl.counters import Stats
 from bspcrawl.messages import FetchJob, FetchResult, Link
@@ -59,7 +64,6 @@ class Host:
     delay: float = 0.0  # max(min host delay, Crawl-delay)
     ready_at: float = 0.0  # monotonic time before which it gets no job (rest, backoff)
     outstanding: int = 0  # jobs scheduled and not yet committed
-    taken: int = 0  # page URLs scheduled (for crawl_max_host_pages)
     robots_in_flight: bool = False
     pending: deque[int] = field(default_factory=deque)
     queued: bool = False  # in Frontier.active or Frontier.resting
@@ -101,6 +105,7 @@ class Frontier:
         self.links: dict[int, Link] = {}  # fingerprint -> link, for URLs not yet scheduled
         self.retries: dict[int, int] = {}  # fingerprint -> 429/503 answers so far
         self.hosts: dict[str, Host] = {}
+        self.budgets = Budgets(settings.crawl_max_host_pages, settings.crawl_max_domain_pages)
         self.active: deque[str] = deque()  # hosts that may get a job now, round-robin
         self.resting: list[tuple[float, str]] = []  # (ready_at, host): heap of resting hosts
         self.pending = 0
@@ -139,7 +144,7 @@ class Frontier:
         Links must be canonical (every URL that travels comes from ``urls.resolve`` or
         ``urls.parse``), so they are fingerprinted as they are.
         """
-        s = self.settings
+        s, budgets = self.settings, self.budgets
         ids, prios = [], []
         fps = self.fingerprints([x.url for x in links]).tolist()
         for link, fp in zip(links, fps, strict=True):
@@ -154,6 +159,8 @@ class Frontier:
                 self.stats["frontier/too_many_hops"] += 1
             elif fp in self.seen:
                 self.stats["frontier/duplicates"] += 1
+            elif spent := budgets.take(link.url):
+                self.stats[spent] += 1
             else:
                 self.seen.add(fp)
                 self.links[fp] = link
@@ -255,17 +262,12 @@ class Frontier:
             jobs.append(FetchJob(seq, len(jobs), robots_url(url), key, host.delay, True,
                                  attempt=host.robots_failures))
             return
-        cap = self.settings.crawl_max_host_pages
         while host.pending:
             fp = host.pending.popleft()
             self.pending -= 1
             link = self.links.pop(fp)
-            again = fp in self.retries or fp in self.revisiting
             self.revisiting.discard(fp)
-            if cap and host.taken >= cap and not again:
-                self.stats["frontier/host_cap"] += 1
-            elif host.rules.allowed(link.url):
-                host.taken += not again
+            if host.rules.allowed(link.url):
                 host.outstanding += 1
                 jobs.append(FetchJob(seq, len(jobs), link.url, key, host.delay, False,
                                      link.depth, link.hops, fp=fp,
@@ -387,7 +389,7 @@ class Frontier:
             "robots_left": np.array([h.rules_until - now for _, h in hosts]),
             "robots_failures": np.array([h.robots_failures for _, h in hosts], np.int32),
             "ready_left": np.array([max(0.0, h.ready_at - now) for _, h in hosts]),
-            "taken": np.array([h.taken for _, h in hosts], dtype=np.int64),
+            **self.budgets.snapshot(),
             **links_to_arrays([Link(*r[2:]) for r in later], "revisit_"),
             "revisit_left": np.array([r[0] - now for r in later], dtype=np.float64),
         }
@@ -399,6 +401,7 @@ class Frontier:
         (P changed) the seen set is their union: fingerprints carry no host, and a URL is
         only ever checked by its owner, so the foreign ones cost memory only."""
         now = self.clock()
+        self.budgets.restore(states, lambda key: directory.rank_of(key) == rank)
         for st in states:
             self.seen.update(st["seen"].tolist())
             for fp, n in zip(st["retry_fp"].tolist(), st["retry_n"].tolist(), strict=True):
@@ -406,8 +409,7 @@ class Frontier:
             for i, key in enumerate(st["host"].astype(str).tolist()):
                 if directory.rank_of(key) != rank:
                     continue
-                host = self.hosts[key] = Host(taken=int(st["taken"][i]),
-                                              robots_failures=int(st["robots_failures"][i]),
+                host = self.hosts[key] = Host(robots_failures=int(st["robots_failures"][i]),
                                               ready_at=now + float(st["ready_left"][i]),
                                               delay=self.politeness.delay(None))
                 if st["robots_known"][i]:

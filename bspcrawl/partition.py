@@ -11,10 +11,12 @@ sizes that variance decided the balance: 20,000 pages on 2,000 testweb hosts gav
 balance (mean / max pages per rank) of 0.87-0.89 at P = 8 by hash, 0.93-0.95 dealt.
 
 A link to a host no rank has seen yet is *held* by the rank that found it for one
-superstep: its host hash is announced at that superstep's sync (an ``Iallgatherv``,
-``bsp.announce``, only when some rank has new hosts), every rank deals the announced
-hosts the same way, and the link is sent the superstep after. The directory costs a dict
-entry per host on every rank (about 100 bytes: 10^6 hosts, 100 MB per rank).
+superstep: its host hash and its registered domain's are announced at that superstep's
+sync (an ``Iallgatherv``, ``bsp.announce``, only when some rank has new hosts), every
+rank deals the announced hosts the same way (refusing those past their domain's cap,
+``crawl_max_domain_hosts``), and the link is sent the superstep after. The directory
+costs a dict entry and 8 bytes per host on every rank (about 110 bytes: 10^6 hosts,
+110 MB per rank), and a dict entry per registered domain.
 
 A batch is the UTF-8 text of one record per line, ``depth hops url``; a WHATWG-serialised
 URL holds no space or newline, so the format needs no escaping. Batches travel as numpy
@@ -23,12 +25,13 @@ uint8 buffers (``Alltoallv`` counts first), never as pickled lists.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Iterable
 
 import numpy as np
 
 from bspcrawl.messages import Link
-from bspcrawl.urls import host_hash, host_key
+from bspcrawl.urls import host_hash, host_key, registered_domain
 
 
 class Directory:
@@ -37,24 +40,45 @@ class Directory:
     API: :meth:`assign` hosts (in any order: they are sorted), :meth:`owner` of a URL
     (None if its host is not assigned yet), :meth:`bucket` links into outboxes,
     :meth:`snapshot` / :meth:`restore` (also onto another number of ranks).
+
+    With ``max_domain_hosts``, a registered domain gets at most that many hosts: the
+    next ones are *refused* (owner :data:`REFUSED`), and links to them are dropped by
+    :meth:`bucket`, so a domain that names endless subdomains (``a1.example``,
+    ``a2.example``...) cannot grow the directory every rank holds. Every rank refuses
+    the same hosts, since all deal the same hosts in the same order.
     """
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, max_domain_hosts: int = 0) -> None:
         self.size = size
-        self.owners: dict[int, int] = {}  # host hash -> rank, in the order assigned
+        self.max_domain_hosts = max_domain_hosts
+        self.owners: dict[int, int] = {}  # host hash -> rank or REFUSED, in the order assigned
+        self.host_domains = array("q")  # the domain hash of each host, in owners' order
+        self.domains: dict[int, int] = {}  # domain hash -> hosts dealt
+        self.dealt = 0
 
-    def assign(self, hashes: Iterable[int]) -> None:
-        """Deal the hosts not assigned yet to the ranks, round-robin, sorted by hash."""
-        owners = self.owners
-        for h in sorted(set(hashes).difference(owners)):
-            owners[h] = len(owners) % self.size
+    def assign(self, hosts: Iterable[tuple[int, int]]) -> None:
+        """Deal the hosts (``(host hash, domain hash)`` pairs) not assigned yet to the
+        ranks, round-robin, sorted by host hash; refuse those past their domain's cap."""
+        owners, cap = self.owners, self.max_domain_hosts
+        for h, d in sorted(dict(hosts).items()):
+            if h in owners:
+                continue
+            self.host_domains.append(d)
+            n = self.domains.get(d, 0)
+            if cap and n >= cap:
+                owners[h] = REFUSED
+                continue
+            self.domains[d] = n + 1
+            owners[h] = self.dealt % self.size
+            self.dealt += 1
 
     def owner(self, url: str) -> int | None:
-        """The rank that owns ``url``'s host, or None if it is not assigned yet."""
+        """The rank that owns ``url``'s host (:data:`REFUSED` if none may), or None if it
+        is not assigned yet."""
         return self.rank_of(host_key(url))
 
     def rank_of(self, key: str) -> int | None:
-        """The rank that owns the host ``key`` ("host:port"), or None."""
+        """The rank that owns the host ``key`` ("host:port"), :data:`REFUSED`, or None."""
         return self.owners.get(host_hash(key))
 
     def owns(self, rank: int) -> Callable[[int], bool]:
@@ -62,28 +86,81 @@ class Directory:
         owners = self.owners
         return lambda h: owners.get(h) == rank
 
-    def bucket(self, links: list[Link]) -> tuple[list[list[Link]], list[Link]]:
-        """Split links into one outbox per rank, keeping their order, and the links held
-        back because their host is not assigned yet."""
+    def bucket(self, links: list[Link]) -> tuple[list[list[Link]], list[Link], int]:
+        """Split links into one outbox per rank, keeping their order; the links held back
+        because their host is not assigned yet; and how many were dropped because their
+        host is refused."""
         boxes: list[list[Link]] = [[] for _ in range(self.size)]
         held: list[Link] = []
+        refused = 0
         owners = self.owners
         for link in links:
             rank = owners.get(host_hash(host_key(link.url)))
-            (held if rank is None else boxes[rank]).append(link)
-        return boxes, held
+            if rank is None:
+                held.append(link)
+            elif rank == REFUSED:
+                refused += 1
+            else:
+                boxes[rank].append(link)
+        return boxes, held, refused
 
-    def snapshot(self) -> np.ndarray:
-        """The host hashes in the order they were assigned (int64), for a checkpoint."""
-        return np.fromiter(self.owners, np.int64, len(self.owners))
+    def snapshot(self) -> dict[str, np.ndarray]:
+        """The host hashes in the order they were assigned and their domains' (int64),
+        for a checkpoint."""
+        hosts = np.fromiter(self.owners, np.int64, len(self.owners))
+        return {"directory": hosts, "directory_domain": np.array(self.host_domains, np.int64)}
 
     @classmethod
-    def restore(cls, hashes: np.ndarray, size: int) -> Directory:
+    def restore(cls, arrays: dict[str, np.ndarray], size: int,
+                max_domain_hosts: int = 0) -> Directory:
         """The directory of :meth:`snapshot`'s hosts dealt again to ``size`` ranks, in the
-        same order (the same owners when ``size`` is unchanged)."""
-        directory = cls(size)
-        directory.owners = {h: i % size for i, h in enumerate(hashes.tolist())}
+        same order (the same owners when ``size`` and the cap are unchanged). A checkpoint
+        without domains (older than the cap) counts each host as its own domain."""
+        directory = cls(size, max_domain_hosts)
+        hosts = arrays["directory"].tolist()
+        domains = arrays["directory_domain"].tolist() if "directory_domain" in arrays \
+            else hosts
+        for pair in zip(hosts, domains, strict=True):
+            directory.assign([pair])
         return directory
+
+
+REFUSED = -1
+"""The owner of a host refused by its domain's cap (:class:`Directory`)."""
+
+
+def host_pair(key: str) -> tuple[int, int]:
+    """``(host hash, registered domain hash)`` of host key ``key``, as
+    :meth:`Directory.assign` takes them."""
+    return host_hash(key), host_hash(registered_domain(key))
+
+
+def notice(hosts: list[tuple[int, int]], news: np.ndarray) -> np.ndarray:
+    """A rank's part of the superstep's announcement (``bsp.announce``), int64: the
+    number of host values, its new hosts' (host hash, domain hash) pairs, then its domain
+    budget news (``budgets.Budgets.news``). Empty when it has neither, so that a
+    superstep in which no rank has any needs no collective."""
+    if not hosts and not len(news):
+        return np.zeros(0, np.int64)
+    return np.concatenate(([2 * len(hosts)], np.array(hosts, np.int64).reshape(-1),
+                           news)).astype(np.int64)
+
+
+def read_notices(values: np.ndarray, found: np.ndarray, rank: int
+                 ) -> tuple[list[tuple[int, int]], np.ndarray]:
+    """Split every rank's :func:`notice` (``found`` values each, in rank order): all the
+    host pairs, and the news of the ranks other than ``rank``."""
+    hosts: list[tuple[int, int]] = []
+    news = [np.zeros(0, np.int64)]
+    start = 0
+    for r, n in enumerate(found.tolist()):
+        part, start = values[start:start + n], start + n
+        if n:
+            k = int(part[0])
+            hosts += map(tuple, part[1:1 + k].reshape(-1, 2).tolist())
+            if r != rank:
+                news.append(part[1 + k:])
+    return hosts, np.concatenate(news)
 
 
 def links_to_arrays(links: list[Link], prefix: str = "") -> dict[str, np.ndarray]:

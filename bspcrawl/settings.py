@@ -94,9 +94,15 @@ class Settings:
         "doc": "ignore URLs matching this regex (repeatable)", "unit": ""})
 
     crawl_max_pages: int = _opt(0, "stop after about this many pages (0: no limit)")
-    crawl_max_host_pages: int = _opt(0, "fetch at most this many URLs of one host (0: no limit)")
+    crawl_max_host_pages: int = _opt(1_000_000, "take at most this many URLs of one host, "
+                                     "counted as they arrive (0: no limit)")
+    crawl_max_domain_pages: int = _opt(10_000_000, "take at most this many URLs of one "
+                                       "registered domain, counted as they arrive (0: no limit)")
+    crawl_max_domain_hosts: int = _opt(10_000, "take URLs of at most this many hosts of one "
+                                       "registered domain (a subdomain flood; 0: no limit)")
     crawl_max_seconds: float = _opt(0.0, "stop after this wall time (0: no limit)", "s")
-    crawl_max_depth: int = _opt(0, "ignore links deeper than this from a seed (0: no limit)")
+    crawl_max_depth: int = _opt(50, "ignore links more than this many links from a seed (a "
+                                "shallow trap such as an endless calendar; 0: no limit)")
     crawl_revisit_after: float = _opt(0.0, "fetch each page again this long after its last "
                                       "fetch (0: never; such a crawl ends at a limit)", "s")
 
@@ -117,7 +123,7 @@ class Settings:
                         "robotstxt_retries", "window_straggler_timeout", "crawl_max_pages",
                         "crawl_max_host_pages", "crawl_max_seconds", "crawl_max_depth",
                         "url_max_segments", "url_max_repeats", "crawl_max_outlinks",
-                        "crawl_max_page_hosts",
+                        "crawl_max_page_hosts", "crawl_max_domain_hosts", "crawl_max_domain_pages",
                         "crawl_revisit_after",
                         "checkpoint_every")
         for name in positive:
@@ -159,6 +165,8 @@ _SHORT = {"fetch_workers": "workers", "fetch_allow_net": "allow-net",
           "fetch_user_agent": "user-agent", "crawl_max_pages": "max-pages",
           "crawl_max_seconds": "max-seconds", "crawl_max_depth": "max-depth",
           "crawl_max_host_pages": "max-host-pages", "crawl_revisit_after": "revisit-after",
+          "crawl_max_domain_hosts": "max-domain-hosts",
+          "crawl_max_domain_pages": "max-domain-pages",
           "index_no_warc": "no-warc"}
 
 

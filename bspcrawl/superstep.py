@@ -40,11 +40,20 @@ from bspcrawl.index.archive import Archive, previous_hosts
 from bspcrawl.index.store import RankStore
 from bspcrawl.index.window import Window
 from bspcrawl.messages import Link
-from bspcrawl.partition import Directory, links_from_arrays, links_to_arrays, pack, unpack
+from bspcrawl.partition import (
+    Directory,
+    host_pair,
+    links_from_arrays,
+    links_to_arrays,
+    notice,
+    pack,
+    read_notices,
+    unpack,
+)
 from bspcrawl.progress import Progress
 from bspcrawl.scheduler import Scheduler
 from bspcrawl.settings import Settings
-from bspcrawl.urls import host_hash, host_key
+from bspcrawl.urls import host_key
 
 STOP_FILE = "stop"  # ``bspcrawl stop DIR`` creates DIR/stop: the crawl stops soon after
 STOP_CHECK_S = 0.5  # seconds between looks for the stop file
@@ -80,7 +89,7 @@ class Outbox:
 
     buf: np.ndarray
     counts: np.ndarray
-    new_hosts: np.ndarray
+    notice: np.ndarray  # new hosts and budget news (partition.notice)
 
 
 class Crawl:
@@ -98,10 +107,11 @@ class Crawl:
                                revisits=bool(settings.recrawl or settings.crawl_revisit_after))
         self.store = RankStore(out, self.rank, self.size, settings.to_dict(),
                                settings.index_flush_pages, resume_at=at, archive=self.archive)
-        self.directory = Directory(self.size)  # every rank deals the seeds' hosts alike
-        self.directory.assign(host_hash(host_key(u)) for u in seeds)
-        if settings.recrawl and resume is None:
-            self.directory.assign(previous_hosts(Path(settings.recrawl)).tolist())
+        self.directory = Directory(self.size, settings.crawl_max_domain_hosts)
+        self.directory.assign(host_pair(host_key(u)) for u in seeds)  # every rank deals them alike
+        if settings.recrawl and resume is None:  # its history keeps host hashes only: a
+            # host of the previous crawl counts as a domain of its own
+            self.directory.assign((h, h) for h in previous_hosts(Path(settings.recrawl)).tolist())
             self.store.carry(Path(settings.recrawl), self.directory.owns(self.rank))
         self.orphans: list[RankStore] = []  # rank files of a larger P, closed by rank 0
         self.inbox = self.directory.bucket([Link(u) for u in seeds])[0][self.rank]
@@ -158,22 +168,27 @@ class Crawl:
     def send_messages(self, links: list[Link]) -> Outbox:
         """Bucket the links found (and those held last superstep) by owner rank; links to
         hosts no rank owns yet are held, their hosts announced at the sync."""
-        boxes, held = self.directory.bucket(self.held + links)
+        boxes, held, refused = self.directory.bucket(self.held + links)
         self.held = held
+        self.stats["exchange/domain_full"] += refused
         sent = sum(map(len, boxes))
         self.stats["exchange/urls_remote"] = sent - len(boxes[self.rank])
         self.stats["exchange/undelivered"] = sent + len(held)
         buf, counts = pack(boxes)
-        hosts = np.fromiter({host_hash(host_key(x.url)) for x in held}, np.int64)
-        return Outbox(buf, counts, hosts)
+        keys = dict.fromkeys(host_key(x.url) for x in held)
+        return Outbox(buf, counts, notice([host_pair(k) for k in keys],
+                                          self.frontier.budgets.news(self.size)))
 
     def sync(self, outbox: Outbox, start: float) -> dict[str, int]:
         """Agree on the global counters, deal the hosts announced and deliver the links
         (the inbox of the next superstep); returns the counters summed over the ranks."""
         self._gauges(start)
         t0 = time.monotonic()
-        agreed = bsp.sync(self.comm, outbox.counts, len(outbox.new_hosts), self.stats.vector())
-        self.directory.assign(bsp.announce(self.comm, outbox.new_hosts, agreed.found).tolist())
+        agreed = bsp.sync(self.comm, outbox.counts, len(outbox.notice), self.stats.vector())
+        hosts, news = read_notices(bsp.announce(self.comm, outbox.notice, agreed.found),
+                                   agreed.found, self.rank)
+        self.directory.assign(hosts)
+        self.frontier.budgets.add_news(news)
         self.inbox = unpack(bsp.exchange(self.comm, outbox.buf, outbox.counts,
                                          agreed.recv_counts), agreed.recv_counts) \
             if agreed.any_sent else []
@@ -222,7 +237,7 @@ class Crawl:
         arrays = self.frontier.snapshot(self.scheduler.unfinished())
         arrays.update(links_to_arrays(self.inbox, "inbox_"))
         arrays.update(links_to_arrays(self.held, "held_"))
-        arrays["directory"] = self.directory.snapshot()
+        arrays.update(self.directory.snapshot())
         checkpoint.write(self.out, self.rank, k, arrays, {
             "next_seq": self.window.next_seq, "counters": self.stats.totals()})
         self._fault(k, "during")
@@ -240,7 +255,8 @@ class Crawl:
         same = len(resume.states) == self.size
         mine = [resume.states[self.rank]] if same else resume.states
         arrays = [a for a, _ in mine]
-        self.directory = Directory.restore(arrays[0]["directory"], self.size)
+        self.directory = Directory.restore(arrays[0], self.size,
+                                           self.settings.crawl_max_domain_hosts)
         self.frontier.restore(arrays, self.rank, self.directory)
         self.inbox = []
         for name in ("inbox", "held"):  # with another P, held links go to their owners

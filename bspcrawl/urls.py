@@ -19,6 +19,9 @@ Forms used across the crawler:
   fetched stays as resolved; only the key that decides "seen before" drops them.
 * ``host_key(url)``: ``"host:port"`` with the scheme's default port filled in, the
   unit of partitioning over ranks and of per-host politeness.
+* ``registered_domain(key)``: the domain a host key's host was registered under
+  (``en.m.wikipedia.org:443`` -> ``wikipedia.org``; the Public Suffix List, private
+  section included, so every ``*.github.io`` site is its own); an IP address is its own.
 * ``fingerprint(url)`` / ``fingerprints(urls)``: xxh3_64 of the canonical form as a
   signed int64 (fits ``np.int64``); ``host_hash(key)``: a stable non-negative
   63-bit hash of a host key (never Python's salted ``hash()``).
@@ -35,6 +38,7 @@ import re
 
 import numpy as np
 from ada_url import idna_to_unicode, join_url, normalize_url
+from publicsuffixlist import PublicSuffixList
 from xxhash import xxh3_64_intdigest
 
 __all__ = [
@@ -45,6 +49,7 @@ __all__ = [
     "host_hash",
     "host_key",
     "parse",
+    "registered_domain",
     "resolve",
     "strip_params",
 ]
@@ -137,6 +142,27 @@ def host_key(url: str) -> str:
     if host.endswith("]") or ":" not in host:
         return f"{host}:{port}"
     return host
+
+
+_PSL: PublicSuffixList | None = None  # loaded on first use (0.1 s)
+_IPV4 = re.compile(r"[0-9.]+")
+
+
+def registered_domain(key: str) -> str:
+    """The registered domain of host key ``key`` ("host:port"): the public suffix plus one
+    label, by the Public Suffix List. An IP address, a name that is itself a public
+    suffix or has no dot (``localhost``) stands for itself.
+
+    >>> registered_domain("en.m.wikipedia.org:443"), registered_domain("127.1.0.5:8080")
+    ('wikipedia.org', '127.1.0.5')
+    """
+    global _PSL
+    host = key[: key.rfind(":")] if ":" in key else key
+    if host.startswith("[") or _IPV4.fullmatch(host):
+        return host
+    if _PSL is None:
+        _PSL = PublicSuffixList()
+    return _PSL.privatesuffix(host) or host
 
 
 def _signed(value: int) -> int:

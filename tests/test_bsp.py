@@ -14,7 +14,7 @@ from mpi4py import MPI
 from bspcrawl import bsp
 from bspcrawl.counters import SYNCED, Stats, synced
 from bspcrawl.messages import Link
-from bspcrawl.partition import Directory, pack, unpack
+from bspcrawl.partition import Directory, host_pair, pack, unpack
 from bspcrawl.urls import host_hash, host_key
 
 LINKS = [
@@ -145,30 +145,31 @@ def test_barrier_returns(comm):
 def test_a_superstep_delivers_the_links_of_assigned_hosts_and_holds_the_others(comm):
     known = ["http://a.test/", "http://b.test:8080/"]
     directory = Directory(comm.Get_size())
-    directory.assign(host_hash(host_key(u)) for u in known)
+    directory.assign(host_pair(host_key(u)) for u in known)
     found = [
         Link("http://a.test/1", 1), Link("http://new.test/x", 2), Link("http://b.test:8080/é", 1),
         Link("http://b.test/other-port", 1), Link("http://a.test/" + "y" * 5000, 4, 1),
         Link("http://new.test/y", 2),
     ]
     mine = [x for x in found if host_key(x.url) in ("a.test:80", "b.test:8080")]
-    boxes, held = directory.bucket(found)
+    boxes, held, _ = directory.bucket(found)
     assert boxes == [mine]
     assert held == [x for x in found if x not in mine]  # b.test:80 is another host
 
     buf, counts = pack(boxes)
-    new_hosts = np.fromiter(sorted({host_hash(host_key(x.url)) for x in held}), np.int64)
+    new_hosts = np.array(sorted({host_pair(host_key(x.url)) for x in held}), np.int64).ravel()
     stats = Stats()
     stats["exchange/undelivered"] = len(mine) + len(held)
     agreed = bsp.sync(comm, counts, len(new_hosts), stats.vector())
-    assert agreed.any_sent and agreed.found.tolist() == [2]
+    assert agreed.any_sent and agreed.found.tolist() == [4]  # two (host, domain) pairs
     assert synced(agreed.totals)["exchange/undelivered"] == len(found)
-    directory.assign(bsp.announce(comm, new_hosts, agreed.found).tolist())
+    announced = bsp.announce(comm, new_hosts, agreed.found).reshape(-1, 2)
+    directory.assign(map(tuple, announced.tolist()))
     inbox = unpack(bsp.exchange(comm, buf, counts, agreed.recv_counts), agreed.recv_counts)
     assert inbox == mine
 
     # the next superstep: the held links' hosts are dealt now, so they are delivered
-    boxes, still_held = directory.bucket(held)
+    boxes, still_held, _ = directory.bucket(held)
     assert still_held == [] and boxes == [held]
     buf, counts = pack(boxes)
     agreed = bsp.sync(comm, counts, 0, Stats().vector())

@@ -6,9 +6,9 @@ import time
 from bspcrawl import checkpoint
 from bspcrawl.frontier import Frontier
 from bspcrawl.messages import FetchResult, Link
-from bspcrawl.partition import Directory
+from bspcrawl.partition import Directory, host_pair
 from bspcrawl.settings import Settings
-from bspcrawl.urls import TRACKING_PARAMS, host_hash, strip_params
+from bspcrawl.urls import TRACKING_PARAMS, strip_params
 
 UNPACED = {"politeness_min_host_delay": 0.0, "politeness_response_factor": 0.0}
 
@@ -94,11 +94,25 @@ def test_filters_length_blacklist_depth_and_host_cap():
     new = f.receive([Link("http://a.test/" + "x" * 40), Link("http://a.test/logout"),
                      Link("http://a.test/f.pdf"), Link("http://a.test/deep", depth=3)]
                     + [Link(f"http://a.test/{i}") for i in range(4)])
-    assert new == 4 and f.stats["frontier/filtered"] == 3
+    assert new == 2 and f.stats["frontier/filtered"] == 3
     assert f.stats["frontier/too_deep"] == 1
+    assert f.stats["frontier/host_cap"] == 2  # counted as the URLs arrive: memory bounded
+    assert len(f) == 2 and len(f.seen) == 2
+    f.receive([Link("http://a.test/0"), Link("http://b.test/0")])  # seen, another host
+    assert f.stats["frontier/duplicates"] == 1 and f.stats["frontier/host_cap"] == 2
     answer(f, f.next_jobs(0), status=404)
     taken = [j for seq in range(1, 6) for j in f.next_jobs(seq)]
-    assert len(taken) == 2 and f.stats["frontier/host_cap"] == 2
+    assert len(taken) == 3
+
+
+def test_host_budget_survives_a_checkpoint(tmp_path):
+    f = frontier(crawl_max_host_pages=2)
+    f.receive([Link("http://a.test/0"), Link("http://a.test/1")])
+    directory = Directory(1)
+    directory.assign([host_pair("a.test:80")])
+    g = frontier(crawl_max_host_pages=2)
+    g.restore([f.snapshot([])], 0, directory)
+    assert g.receive([Link("http://a.test/2")]) == 0 and g.stats["frontier/host_cap"] == 1
 
 
 def test_a_429_puts_the_url_back_and_its_final_answer_is_committed():
@@ -136,7 +150,7 @@ def test_a_robots_txt_of_any_bytes_survives_a_checkpoint(tmp_path):
     checkpoint.write(tmp_path, 0, 5, f.snapshot([]), {})
     arrays, _ = checkpoint.read(tmp_path, 0, 5)
     directory = Directory(1)
-    directory.assign(host_hash(k) for k in f.hosts)
+    directory.assign(host_pair(k) for k in f.hosts)
     g = frontier()
     g.restore([arrays], 0, directory)
     assert {k: h.robots_txt for k, h in g.hosts.items()} == {

@@ -22,10 +22,10 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 from bspcrawl.counters import Stats
 from bspcrawl.frontier import Frontier
 from bspcrawl.messages import FetchJob, FetchResult, Link
-from bspcrawl.partition import Directory
+from bspcrawl.partition import Directory, host_pair
 from bspcrawl.robots.politeness import BACKOFF_BASE, RETRY_STATUSES
 from bspcrawl.settings import Settings
-from bspcrawl.urls import host_hash, host_key
+from bspcrawl.urls import host_key
 from tests.machines import machine_test
 
 HOSTS = ("a.test", "b.test", "c.test")
@@ -224,7 +224,7 @@ class FrontierMachine(RuleBasedStateMachine):
         self.stats.restore(old.stats.totals())
         self.frontier = Frontier(self.settings, self.stats, clock=lambda: self.now)
         directory = Directory(1)
-        directory.assign(host_hash(f"{h}:80") for h in HOSTS)
+        directory.assign(host_pair(f"{h}:80") for h in HOSTS)
         self.frontier.restore([state], 0, directory)
         assert self.frontier.seen == old.seen
         assert self.frontier.retries == old.retries
@@ -334,7 +334,7 @@ def test_a_restored_host_keeps_the_min_host_delay():
     assert robots.delay == 1.0
     restored = Frontier(settings, clock=lambda: now)  # checkpointed with robots.txt out
     directory = Directory(1)
-    directory.assign([host_hash("a.test:80")])
+    directory.assign([host_pair("a.test:80")])
     restored.restore([f.snapshot([])], 0, directory)
     (again,) = restored.next_jobs(1)
     assert again.robotstxt and again.delay == 1.0  # so the host rests 1 s after it

@@ -6,8 +6,8 @@ import random
 import numpy as np
 
 from bspcrawl.messages import Link
-from bspcrawl.partition import Directory, decode, encode, pack, unpack
-from bspcrawl.urls import host_hash, host_key
+from bspcrawl.partition import REFUSED, Directory, decode, encode, host_pair, pack, unpack
+from bspcrawl.urls import host_key
 
 URLS = [f"http://127.1.0.{h}:8765/p{i}.html" for h in range(1, 60) for i in range(3)]
 
@@ -16,10 +16,10 @@ def dealt(size, urls=URLS, rounds=3, seed=0):
     """A directory that learnt the hosts of ``urls`` in ``rounds`` random batches."""
     rng = random.Random(seed)
     directory = Directory(size)
-    hosts = [host_hash(host_key(u)) for u in urls]
+    hosts = list(dict.fromkeys(host_pair(host_key(u)) for u in urls))
     rng.shuffle(hosts)
     for part in np.array_split(np.array(hosts), rounds):
-        directory.assign(part.tolist())
+        directory.assign(map(tuple, part.tolist()))
     return directory
 
 
@@ -38,15 +38,16 @@ def test_every_rank_deals_alike_whatever_the_order_within_a_batch():
     a, b = Directory(4), Directory(4)
     batches = [[5, 3, 9], [7, 3, 1, 11], [2]]
     for batch in batches:
-        a.assign(batch)
-        b.assign(reversed(batch))
+        a.assign((h, h) for h in batch)
+        b.assign((h, h) for h in reversed(batch))
     assert a.owners == b.owners and list(a.owners) == list(b.owners)
     assert a.owners == {3: 0, 5: 1, 9: 2, 1: 3, 7: 0, 11: 1, 2: 2}
 
 
 def test_unknown_hosts_are_held_and_snapshot_restores_onto_any_size():
     d = dealt(3, URLS[:30])
-    boxes, held = d.bucket([Link(u) for u in URLS])
+    boxes, held, refused = d.bucket([Link(u) for u in URLS])
+    assert refused == 0
     assert [x.url for x in held] == URLS[30:]
     for rank, box in enumerate(boxes):
         assert box and all(d.owner(x.url) == rank for x in box)
@@ -55,7 +56,7 @@ def test_unknown_hosts_are_held_and_snapshot_restores_onto_any_size():
     other = Directory.restore(d.snapshot(), 5)
     assert list(other.owners) == list(d.owners)
     assert np.bincount(list(other.owners.values())).tolist() == [2, 2, 2, 2, 2]
-    other.assign([host_hash(host_key(URLS[-1]))])
+    other.assign([host_pair(host_key(URLS[-1]))])
     assert other.owner(URLS[-1]) == 0 and other.rank_of(host_key(URLS[-1])) == 0
 
 
@@ -69,3 +70,27 @@ def test_pack_unpack_concatenates_rank_batches():
     buf, counts = pack(boxes)
     assert buf.dtype == np.uint8 and counts.tolist() == [len(encode(b)) for b in boxes]
     assert unpack(buf, counts) == boxes[0] + boxes[2]
+
+
+def test_a_domain_gets_at_most_its_cap_of_hosts_and_every_rank_refuses_the_same():
+    flood = [f"http://a{i}.flood.example/" for i in range(10)]
+    other = ["http://www.example.org/", "http://blog.example.org/"]
+    pairs = [host_pair(host_key(u)) for u in flood + other]
+    a, b = Directory(2, max_domain_hosts=3), Directory(2, max_domain_hosts=3)
+    a.assign(pairs)
+    b.assign(reversed(pairs))
+    assert a.owners == b.owners
+    assert sum(a.owner(u) == REFUSED for u in flood) == 7
+    assert all(a.owner(u) in (0, 1) for u in other)  # another domain, its own count
+    boxes, held, refused = a.bucket([Link(u) for u in flood + other])
+    assert refused == 7 and held == [] and sum(map(len, boxes)) == 5
+    restored = Directory.restore(a.snapshot(), 2, max_domain_hosts=3)
+    assert restored.owners == a.owners
+    restored.assign([host_pair("a99.flood.example:80")])  # still full after a checkpoint
+    assert restored.owner("http://a99.flood.example/") == REFUSED
+
+
+def test_a_checkpoint_without_domains_counts_each_host_as_its_own():
+    d = dealt(3, URLS[:30])
+    old = {"directory": d.snapshot()["directory"]}
+    assert Directory.restore(old, 3, max_domain_hosts=1).owners == d.owners

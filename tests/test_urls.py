@@ -15,7 +15,16 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from bspcrawl import urls
-from bspcrawl.urls import canonical, fingerprint, fingerprints, host_hash, host_key, parse, resolve
+from bspcrawl.urls import (
+    canonical,
+    fingerprint,
+    fingerprints,
+    host_hash,
+    host_key,
+    parse,
+    registered_domain,
+    resolve,
+)
 
 WPT = Path(__file__).parent / "conformance" / "url_wpt.json"
 CASES = json.loads(WPT.read_text(encoding="utf-8"))["cases"] if WPT.exists() else []
@@ -110,6 +119,24 @@ def test_canonical() -> None:
 )
 def test_host_key(url: str, key: str) -> None:
     assert host_key(url) == key
+
+
+@pytest.mark.parametrize(
+    ("key", "domain"),
+    [
+        ("en.m.wikipedia.org:443", "wikipedia.org"),
+        ("www.example.co.uk:80", "example.co.uk"),
+        ("a.b.github.io:443", "b.github.io"),  # the list's private section: a site each
+        ("foo.blogspot.com:80", "foo.blogspot.com"),
+        ("co.uk:80", "co.uk"),  # a public suffix stands for itself
+        ("localhost:8080", "localhost"),
+        ("127.1.0.5:8765", "127.1.0.5"),  # not 0.5: an address is no domain name
+        ("[::1]:80", "[::1]"),
+        ("xn--mgbh0fb.xn--kgbechtv:80", "xn--mgbh0fb.xn--kgbechtv"),
+    ],
+)
+def test_registered_domain(key: str, domain: str) -> None:
+    assert registered_domain(key) == domain
 
 
 def test_host_key_rejects() -> None:

@@ -804,13 +804,17 @@ class Web:
         ``127.1.0.12:8765``, or any URL on it): :attr:`trap_budget` for a spider trap,
         the number of the host's resources for any other.
 
-        The rule that keeps a crawler under it: fetch at most ``trap_budget`` distinct
-        URLs from one host (a per-host budget, counted when a URL is scheduled, whatever
-        its answer). ``trap_budget`` is ``WebConfig.trap_budget``, or when that is 0, the
-        smallest multiple of 100, at least 100, that covers every other host's resources,
-        so the budget never cuts a must-fetch URL (a larger explicit budget is fine; a
-        smaller one is refused). Depth or URL-length limits alone do not do it: calendar
-        months all have the same depth, and the session trap grows elevenfold a level.
+        A rule that keeps a crawler under it: take at most ``trap_budget`` distinct URLs
+        from one host (a per-host budget, whatever their answers). ``trap_budget`` is
+        ``WebConfig.trap_budget``, or when that is 0, the smallest multiple of 100, at
+        least 100, that covers every other host's resources, so the budget never cuts a
+        must-fetch URL (a larger explicit budget is fine; a smaller one is refused).
+        bspcrawl's defaults keep under it otherwise: its link-depth limit of 50 stops the
+        calendar at 97 months (its trap home is one link from a default seed), its
+        repeated-segment rule ends ``/a/a/a/``, and the session ids are left out of the
+        seen-set key, so the session trap is 11 URLs. Path-depth or URL-length limits
+        alone do not do it: calendar paths all have three segments, and the session trap
+        grows elevenfold a level.
         """
         h = self._host_of(host)
         if self.role[h] in TRAPS:
