@@ -223,20 +223,27 @@ class Frontier:
         per superstep, and the biggest sites are left for the crawl's tail. So a host gets
         jobs in proportion to its queue (``round(queued / mean queued)`` of the hosts
         served), at most ``n // r`` with ``n`` hosts served and ``r`` fetch workers: its
-        jobs run one after another, and that many take about as long as the workers take for the
-        whole schedule, so the window does not wait for them. Counts only, no clock: the
-        schedule stays reproducible.
+        jobs run one after another, and that many take about as long as the workers take for
+        the whole schedule, so the window does not wait for them. With fewer hosts than
+        workers, each host has a connection of its own and would advance one page a
+        superstep: then each may fill its part of the schedule, ``R // n`` jobs, so a few
+        big sites go at the pace of their servers, not of the supersteps. Counts only, no
+        clock: the schedule stays reproducible.
         """
-        cap = len(served) // self.settings.fetch_workers
-        if cap < 2:
+        n, r = len(served), self.settings.fetch_workers
+        if not n:
             return
         queued = [len(self.hosts[key].pending) for key in served]
-        mean = sum(queued) / len(served)
-        if not mean:
-            return
-        for key, n in zip(served, queued, strict=True):
+        if n < r:
+            quota = [self.settings.queue_batch // n] * n
+        else:
+            mean = sum(queued) / n
+            if n // r < 2 or not mean:
+                return
+            quota = [min(n // r, round(q / mean)) for q in queued]
+        for key, k in zip(served, quota, strict=True):
             host = self.hosts[key]
-            for _ in range(min(cap, round(n / mean)) - 1):
+            for _ in range(k - 1):
                 if len(jobs) >= self.settings.queue_batch or self._paced(host) or \
                         not self._can_serve(host, now):
                     break

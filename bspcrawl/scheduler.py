@@ -13,10 +13,12 @@ other ranks sent (:meth:`Scheduler.receive`: seen set, CBT) and runs (:meth:`Sch
    pages still fresh at once; the rest go to the fetch workers (``robots/fetcher.py``),
    who work on them in the background across supersteps.
 
-**Reproducible by construction.** Each superstep opens exactly one schedule (maybe empty)
-and commits the schedule opened ``fetch_workers`` supersteps earlier, whatever the fetch
-times are. For hosts without wall-clock politeness (``--min-host-delay 0
---response-factor 0``, no Crawl-delay) nothing here reads the clock, so links, hosts freed
+**Reproducible by construction.** Each superstep opens one schedule (maybe empty) and,
+once ``fetch_workers`` are outstanding, commits the oldest, whatever the fetch times are;
+a superstep with no job to give and no host resting opens none and commits the oldest
+instead (hosts with jobs out get more only from commits). For hosts without wall-clock
+politeness (``--min-host-delay 0 --response-factor 0``, no Crawl-delay) nothing here
+reads the clock, so links, hosts freed
 and the CBT evolve alike in every run with the same seeds, settings and P: the same pages
 get the same doc ids (``tests/test_crawl.py`` and ``tests/mpi/test_crawl_mpi.py`` check it
 with random server latencies). With politeness on, a host's next job waits for its rest on
@@ -89,29 +91,42 @@ class Scheduler:
 
     def run(self, draining: bool) -> list[Link]:
         """run: commit what the window releases, then open this superstep's schedule
-        (none while ``draining``: then every outstanding schedule is committed)."""
+        (none while ``draining``: then every outstanding schedule is committed). With
+        no job to schedule and no host resting, only a commit can give a job: then no
+        schedule is opened and the oldest outstanding one, if any, is committed, so a
+        rank whose hosts all have jobs out waits for their results, not in supersteps
+        with nothing to do. (A decision on counts only: the crawl stays reproducible.)"""
         links: list[Link] = []
         self._supervise()
         while self.window.full() or (draining and len(self.window)):
-            seq = self.window.base
-            self._wait_for(seq, draining)
-            for sched in self.window.release(upto=seq):
-                for result in sched.results:
-                    if result is not DEFERRED:
-                        self._commit(result, links)
+            self._release(draining, links)
         self._collect(COLLECT_WAIT if draining and self.window.deferred else None)
         for result in self.window.late:  # stragglers deferred earlier, committed once
             self._commit(result, links)
         self.stats["window/late"] += len(self.window.late)
         self.window.late.clear()
         if not draining:
-            self._schedule(links)
+            jobs = self.frontier.next_jobs(self.window.next_seq)
+            f = self.frontier
+            if jobs or f.resting or f.revisits:
+                self._schedule(jobs, links)
+            elif len(self.window):
+                self._release(draining, links)
         self.stats["exchange/urls_found"] += len(links)
         return links
 
-    def _schedule(self, links: list[Link]) -> None:
-        """Open this superstep's schedule and hand it out (fresh pages to the window)."""
-        jobs = self.frontier.next_jobs(self.window.next_seq)
+    def _release(self, draining: bool, links: list[Link]) -> None:
+        """Commit the oldest outstanding schedule, waiting for its results."""
+        seq = self.window.base
+        self._wait_for(seq, draining)
+        for sched in self.window.release(upto=seq):
+            for result in sched.results:
+                if result is not DEFERRED:
+                    self._commit(result, links)
+
+    def _schedule(self, jobs: list[FetchJob], links: list[Link]) -> None:
+        """Open this superstep's schedule of ``jobs`` and hand it out (fresh pages to the
+        window)."""
         self.window.open(jobs, self.wall())
         cached = self.archive.plan([j for j in jobs if not j.robotstxt], self.wall())
         fresh = {id(r.job) for r in cached}

@@ -52,10 +52,10 @@ def assert_complete_and_exact(out, web):
 def test_a_rank_killed_around_a_checkpoint_loses_nothing(tmp_path, point):
     out = tmp_path / "out"
     with serve(pages=1500, hosts=30) as web:
-        killed = crawl(3, web.seeds(), out, "--checkpoint-every", "20",
-                       env={**ENV, "BSPCRAWL_FAULT": f"1:60:{point}"})
+        killed = crawl(3, web.seeds(), out, "--checkpoint-every", "10",
+                       env={**ENV, "BSPCRAWL_FAULT": f"1:20:{point}"})
         assert killed.returncode != 0 and not (out / "crawl.h5").exists()
-        res = resume(2 if point == "during" else 3, out, "--checkpoint-every", "20")
+        res = resume(2 if point == "during" else 3, out, "--checkpoint-every", "10")
         assert res.returncode == 0, res.stderr
     assert_complete_and_exact(out, web)
 
@@ -112,8 +112,8 @@ def test_stop_then_resume_on_fewer_ranks(tmp_path):
 def test_a_damaged_checkpoint_falls_back_or_fails_clearly(tmp_path):
     out = tmp_path / "out"
     with serve(pages=400, hosts=10) as web:
-        assert crawl(2, web.seeds(), out, "--checkpoint-every", "10",
-                     env={**ENV, "BSPCRAWL_FAULT": "0:40:after"}).returncode != 0
+        assert crawl(2, web.seeds(), out, "--checkpoint-every", "4",
+                     env={**ENV, "BSPCRAWL_FAULT": "0:16:after"}).returncode != 0
         marker = out / "checkpoint" / "checkpoint.json"
         files = sorted((out / "checkpoint").glob("rank-0001-*.h5"))
         assert len(files) == 2  # the last complete checkpoint and the one before it

@@ -243,8 +243,8 @@ def test_robots_txt_first_and_pages_only_once_it_is_committed(tmp_path):
     for host in ("a.test:80", "b.test:80"):
         mine = [j for j in jobs if j.host == host]
         assert mine[0].robotstxt and sum(j.robotstxt for j in mine) == 1
-        # committed at superstep seq + 2: its host's pages come in that schedule at the earliest
-        assert min(j.seq for j in mine[1:]) >= mine[0].seq + 2
+        # its host's pages come in a later schedule, once it is committed
+        assert min(j.seq for j in mine[1:]) > mine[0].seq
     urls = [j.url for j in rig.submitted_pages()]
     assert sorted(urls) == sorted(u for u in small_web() if not u.endswith("robots.txt"))
     assert rig.stats["frontier/robots_denied"] == 1
@@ -271,7 +271,10 @@ def test_results_out_of_order_are_committed_in_schedule_order_fetch_workers_late
         log = rig.committed()
         order = [(r.job.seq, r.job.index) for _, r in log]
         assert order == sorted(order) and len(set(order)) == len(order)
-        assert all(step == r.job.seq + workers for step, r in log)
+        # never an empty schedule: a superstep without a job commits the oldest instead
+        opened = sorted({j.seq for _, j in rig.web.submitted()})
+        assert opened == list(range(rig.window.next_seq))
+        assert rig.superstep < 2 * len(opened) + workers
         assert [r.job.url for _, r in log] == [j.url for j in rig.submitted_pages()]
         assert len(log) == len(pages)
         rows = rig.rows()
@@ -287,9 +290,8 @@ def test_a_pages_links_come_back_from_run_one_level_deeper(tmp_path):
     found = []
     while not rig.committed():
         found.append(rig.step())
-    (committed,) = [r for _, r in rig.committed()]
-    step = committed.job.seq + 2
-    assert len(found) == step + 1
+    (step,) = [i for i, x in enumerate(found) if x]
+    assert len(found) == step + 1  # the links come back from the run that commits it
     assert found[step] == [Link("http://a.test/p/q", 3), Link("http://a.test/r?x=1", 3),
                            Link("http://b.test/s", 3), Link("http://a.test/p/", 3)]
     assert all(x == [] for i, x in enumerate(found) if i != step)
@@ -331,18 +333,20 @@ def test_a_straggler_is_deferred_and_committed_once_when_it_arrives(tmp_path):
     rig.web.hold.add("http://slow.test/")
     while not any(j.url == "http://slow.test/" for j in rig.submitted_pages()):
         rig.step()
-    slow = next(j for j in rig.submitted_pages() if j.url == "http://slow.test/")
-    while rig.superstep < slow.seq + 2:
-        rig.step()
-    t0 = rig.clock()
-    rig.step()  # slow's schedule is due: waited for, then deferred
+    while not rig.stats["window/deferred"]:  # until slow's schedule is due
+        t0 = rig.clock()
+        rig.step()  # then it is waited for, and deferred
+        assert rig.superstep < 100
     assert 2.0 <= rig.clock() - t0 < 2.5
     assert rig.stats["window/deferred"] == 1 and rig.stats["time/wait"] >= 2.0
     assert rig.scheduler.unreleased() >= 1 and rig.window.deferred
     assert "http://slow.test/" not in [r.job.url for _, r in rig.committed()]
-    for _ in range(6):  # later schedules are committed on time meanwhile
+    before = len(rig.committed())
+    for _ in range(6):  # later schedules are committed meanwhile, without waiting
+        t0 = rig.clock()
         rig.step()
-    assert all(step == r.job.seq + 2 for step, r in rig.committed())
+        assert rig.clock() - t0 < 0.5
+    assert len(rig.committed()) > before
     assert rig.stats["window/late"] == 0
     rig.web.hold.clear()
     rig.step()
@@ -363,27 +367,26 @@ def test_an_unhealthy_fetcher_is_replaced_and_its_jobs_handed_on(tmp_path):
     while not any(j.url == hang for j in rig.submitted_pages()):
         rig.step()
     (hung,) = [(j.seq, j.index) for j in rig.submitted_pages() if j.url == hang]
-    seq = hung[0]
     for n in range(1, MAX_RESCHEDULES + 2):  # each step starts with a dead fetcher
         old = rig.fetcher
         old.alive = False
-        unanswered = sorted((s.seq, i) for s in rig.window.outstanding.values()
-                            for i, r in enumerate(s.results) if r is None)
+        unanswered = sorted([(s.seq, i) for s in rig.window.outstanding.values()
+                             for i, r in enumerate(s.results) if r is None]
+                            + list(rig.window.deferred))  # due and deferred, or not
         assert hung in unanswered
         before = rig.stats["window/rescheduled"]
         rig.step()
         assert rig.stats["fetcher/replaced"] == n and old.closed
         assert rig.fetcher is rig.web.fetchers[-1] and len(rig.web.fetchers) == n + 1
-        handed = sorted((j.seq, j.index) for _, j in rig.fetcher.submitted if j.seq < seq + n)
         if n > MAX_RESCHEDULES:  # the hung job outlived MAX_RESCHEDULES fetchers: given up
             unanswered.remove(hung)
-        assert handed == unanswered
+        handed = sorted((j.seq, j.index) for _, j in rig.fetcher.submitted[:len(unanswered)])
+        assert handed == unanswered  # the new fetcher's first jobs
         assert rig.stats["window/rescheduled"] - before == len(unanswered)
-        assert rig.superstep <= seq + 4, "the hung job's schedule was due too early"
     rig.crawl()
     log = [r for _, r in rig.committed()]
-    assert [(step, r.status, r.error) for step, r in rig.committed() if r.job.url == hang] \
-        == [(seq + 4, 0, "robot_hang")]
+    assert [(r.status, r.error) for _, r in rig.committed() if r.job.url == hang] \
+        == [(0, "robot_hang")]
     urls = [r.job.url for r in log]
     reachable = {f"http://{h}.test/{i}" for h in "bc" for i in range(9)} | {
         "http://a.test/0", "http://a.test/1", hang}  # the hung page's links are not known
@@ -440,9 +443,9 @@ def test_draining_commits_every_outstanding_schedule_and_opens_none(tmp_path):
              for h in "ab" for i in range(20)}
     rig = Rig(tmp_path, pages, ["http://a.test/0", "http://b.test/0"], fetch_workers=3)
     rig.web.shuffle = True
-    for _ in range(8):
-        rig.step()
-    assert len(rig.window) == 3
+    while not any(not j.robotstxt for s in rig.window.outstanding.values() for j in s.jobs):
+        rig.step()  # until pages are outstanding
+        assert rig.superstep < 100
     next_seq, sent = rig.window.next_seq, len(rig.web.submitted())
     outstanding = sorted((j.seq, j.index) for s in rig.window.outstanding.values()
                          for j in s.jobs if not j.robotstxt)

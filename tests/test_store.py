@@ -1,9 +1,13 @@
 """The per-rank HDF5 store and the joined crawl.h5: what goes in comes out, in order."""
 
+import errno
 import random
+import subprocess
+import sys
 
 import h5py
 import numpy as np
+import pytest
 
 from bspcrawl.counters import STATS_DTYPE
 from bspcrawl.index.output import join
@@ -135,3 +139,36 @@ def test_postings_are_ordered_by_term_number_then_doc():
         assert order.tolist() == expected
         counts = [int((hashes == h).sum()) for h in term_hashes]
         assert offsets.tolist() == np.concatenate(([0], np.cumsum(counts))).tolist()
+
+
+FULL_DISK = """
+import resource, signal, sys
+import numpy as np, h5py
+from pathlib import Path
+from bspcrawl.index.store import write_atomically
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+limit = int(sys.argv[1])
+resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+def fill(f):
+    for i in range(40):
+        f.create_dataset(f"pages/d{i}", data=np.arange(2000))
+    f.create_dataset("vocab", data=np.array([b"x" * 20] * 3000, dtype=object),
+                     dtype=h5py.string_dtype())
+
+try:
+    write_atomically(Path(sys.argv[2]), fill)
+except OSError as e:
+    print(e.errno)
+"""
+
+
+@pytest.mark.parametrize("limit", [100_000, 600_000, 700_000])
+def test_a_segment_write_on_a_full_disk_is_one_oserror_and_no_file(tmp_path, limit):
+    # issue 14: HDF5 fails at a write (OSError) or at close (a RuntimeError naming the
+    # errno), and h5py then prints a traceback per object freed; all of it is one EFBIG
+    path = tmp_path / "segment.h5"
+    res = subprocess.run([sys.executable, "-c", FULL_DISK, str(limit), str(path)],
+                         capture_output=True, text=True, timeout=60)
+    assert (res.stdout, res.stderr) == (f"{errno.EFBIG}\n", "")
+    assert list(tmp_path.iterdir()) == []

@@ -27,7 +27,7 @@ import numpy as np
 
 from bspcrawl import __version__
 from bspcrawl.counters import STATS_DTYPE
-from bspcrawl.index.store import PAGE_FIELDS, rank_path
+from bspcrawl.index.store import PAGE_FIELDS, rank_path, write_atomically
 
 CRAWL_FILE = "crawl.h5"
 # what a crawl leaves, a killed one's temporary files too
@@ -72,21 +72,22 @@ def join(out: Path, ranks: int, summary: dict) -> Path:
     try:
         sizes = [f["pages/url"].shape[0] for f in files]
         stat_sizes = [f["stats"].shape[0] for f in files]
-        tmp = out / (CRAWL_FILE + ".tmp")
-        with h5py.File(tmp, "w") as crawl:
-            crawl.attrs.update(format="bspcrawl-crawl", version=__version__, ranks=ranks,
-                               joined=time.time(), **summary)
-            pages = crawl.create_group("pages")
-            for name, dtype in PAGE_FIELDS.items():
-                _concat(pages, name, f"pages/{name}", dtype, sizes, ranks)
-            _concat(crawl, "stats", "stats", STATS_DTYPE, stat_sizes, ranks)
-            pages.create_dataset("rank", data=np.repeat(np.arange(ranks, dtype=np.int16), sizes))
-            for r in range(ranks):
-                crawl[f"ranks/{r:04d}"] = h5py.ExternalLink(rank_path(out, r).name, "/")
     finally:
         for f in files:
             f.close()
-    shutil.move(tmp, out / CRAWL_FILE)
+
+    def fill(crawl: h5py.File) -> None:
+        crawl.attrs.update(format="bspcrawl-crawl", version=__version__, ranks=ranks,
+                           joined=time.time(), **summary)
+        pages = crawl.create_group("pages")
+        for name, dtype in PAGE_FIELDS.items():
+            _concat(pages, name, f"pages/{name}", dtype, sizes, ranks)
+        _concat(crawl, "stats", "stats", STATS_DTYPE, stat_sizes, ranks)
+        pages.create_dataset("rank", data=np.repeat(np.arange(ranks, dtype=np.int16), sizes))
+        for r in range(ranks):
+            crawl[f"ranks/{r:04d}"] = h5py.ExternalLink(rank_path(out, r).name, "/")
+
+    write_atomically(out / CRAWL_FILE, fill)
     with contextlib.suppress(OSError):  # every rank has joined its segments by now
         (out / "segments").rmdir()
     return out / CRAWL_FILE

@@ -90,12 +90,24 @@ def segments(out: Path, rank: int) -> list[tuple[int, Path]]:
 
 
 def write_atomically(path: Path, fill: Callable[[h5py.File], None]) -> None:
-    """Create the HDF5 file ``path`` through ``fill``: temporary file, fsync, rename."""
-    tmp = path.with_name(path.name + ".tmp")
-    with h5py.File(tmp, "w") as f:
+    """Create the HDF5 file ``path`` through ``fill``: built in memory, then written to a
+    temporary file, fsynced and renamed. HDF5 never writes to the disk itself: when a
+    write of its fails (a full disk), HDF5 1.14 can crash as it closes the file (a
+    segmentation fault, seen here under ``RLIMIT_FSIZE``), where Python's write raises one
+    OSError. A failed write leaves no temporary file."""
+    with h5py.File(path.name, "w", driver="core", backing_store=False) as f:
         fill(f)
-    with open(tmp, "rb+") as fd:
-        os.fsync(fd.fileno())
+        f.flush()
+        image = f.id.get_file_image()
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        with open(tmp, "wb") as fd:
+            fd.write(image)
+            fd.flush()
+            os.fsync(fd.fileno())
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
     os.replace(tmp, path)
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
