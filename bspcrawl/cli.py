@@ -1,5 +1,5 @@
-"""The ``bspcrawl`` command: run, resume, stop, inspect, testweb (serve, truth, seeds) and
-demo.
+"""The ``bspcrawl`` command: run, resume, stop, inspect, testweb (serve, truth, seeds,
+hostile) and demo.
 
 Mistakes in use (a bad option, a missing or malformed seed file, an output directory that
 holds something else) end with one line ``bspcrawl: error: ...`` on stderr and exit code 2,
@@ -73,7 +73,7 @@ class _Parser(argparse.ArgumentParser):
 def read_seeds(path: str) -> list[str]:
     """Seed URLs from a file, one per line; blank lines and '#' comments are skipped. A URL
     with userinfo is refused (the crawl would store the credentials in its files)."""
-    from bspcrawl.urls import parse
+    from bspcrawl.urls import has_userinfo, parse
 
     try:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
@@ -90,7 +90,7 @@ def read_seeds(path: str) -> list[str]:
         if url is None:
             raise UsageError(f"seed file {path} line {number}: not an absolute http(s) URL: "
                              f"{text[:200]!r}")
-        if "@" in url.split("://", 1)[1].split("/", 1)[0]:
+        if has_userinfo(text):
             raise UsageError(f"seed file {path} line {number}: a URL with credentials "
                              "(user:password@) is refused: every URL is stored in clear")
         seeds.append(url)
@@ -396,7 +396,8 @@ def build_parser() -> argparse.ArgumentParser:
                      "nearest to TIME (@UNIX_SECONDS, YYYYMMDDhhmmss or ISO 8601, UTC)")
     ins.set_defaults(func=cmd_inspect)
 
-    tw = sub.add_parser("testweb", help="the deterministic local web (serve, truth, seeds)")
+    tw = sub.add_parser("testweb", help="the deterministic local web (serve, truth, seeds), "
+                        "and the fuzzer's hostile web (hostile)")
     add_subcommands(tw.add_subparsers(dest="action", required=True, parser_class=_Parser))
     tw.set_defaults(web_errors=(OSError, ValueError))
 

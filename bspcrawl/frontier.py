@@ -334,7 +334,7 @@ class Frontier:
         s = self.settings
         self.stats["robotstxt/fetched"] += 1
         if not unreachable(result):
-            # 2xx parsed; 4xx (a 429 too, after its rest) or more than five redirects:
+            # 2xx parsed; 4xx (not 429: unreachable) or more than five redirects:
             # "unavailable", allow all (RFC 9309 2.3.1.2-3). A refused address: allow all
             # too, so that every URL of the host is committed as blocked_address (seen in
             # inspect), not silently denied

@@ -54,6 +54,15 @@ IDLE_SLEEP = 0.005  # s, a superstep's pause when all of a rank's hosts are rest
 COLLECT_WAIT = 0.05  # s, the longest wait for one result while a schedule is due
 
 
+def _suspects_last(jobs: list[FetchJob]) -> list[FetchJob]:
+    """Jobs to hand to a new fetcher thread, each host's first (the one its transfer was
+    on when the thread died or hung: the suspect) after all the others, so that a job
+    that hangs the thread does not take the jobs queued behind it down with it."""
+    jobs = sorted(jobs, key=lambda j: (j.seq, j.index))
+    first = {j.host: id(j) for j in reversed(jobs)}
+    return sorted(jobs, key=lambda j: id(j) == first[j.host])
+
+
 class FetcherLike(Protocol):
     """What the scheduler needs of the fetch workers (:class:`Fetcher`, or a test's)."""
 
@@ -194,7 +203,7 @@ class Scheduler:
             else:
                 again.append(job)
         self.stats["window/rescheduled"] += len(again)
-        self.fetcher.submit(again)
+        self.fetcher.submit(_suspects_last(again))
 
     def unreleased(self) -> int:
         """Page jobs scheduled and not committed yet (a deferred one too); a robots.txt

@@ -6,13 +6,13 @@ ada-url; the crawler keeps only http and https URLs and never a fragment.
 Forms used across the crawler:
 
 * ``resolve(href, base)`` / ``parse(url)``: absolute, ada-normalised URL without
-  fragment, or None (invalid by the standard, or not http/https). Verified
+  fragment and without userinfo, or None (invalid by the standard, or not http/https). Verified
   against the WHATWG URL tests in ``tests/test_urls.py``.
 * ``canonical(url)``: the seen-set key. Today it is exactly the resolved form:
   scheme and host lower-cased, IDNA to punycode, default port dropped, empty path
   made "/", dot segments removed, percent-encoding as the standard does it,
-  fragment cut. It does not sort or drop query parameters, and does not touch
-  the case of the path (a later change adds tracking-parameter removal here).
+  fragment and userinfo cut. It does not sort or drop query parameters, and does not
+  touch the case of the path.
 * ``strip_params(url, pattern)``: the seen-set key proper: ``canonical`` minus the
   query parameters (and ``;jsessionid=``-style path parameters) whose names match a
   pattern, by default ``TRACKING_PARAMS`` (``utm_*``, click ids, session ids). The URL
@@ -46,6 +46,7 @@ __all__ = [
     "canonical",
     "fingerprint",
     "fingerprints",
+    "has_userinfo",
     "host_hash",
     "host_key",
     "parse",
@@ -77,15 +78,34 @@ def _has_bad_punycode(url: str) -> bool:
 
 
 def _finish(url: str) -> str | None:
-    """Keep an ada href only if it is http(s); cut its fragment."""
+    """Keep an ada href only if it is http(s); cut its fragment and userinfo."""
     if not url.startswith(_HTTP_PREFIXES):
         return None
     cut = url.find("#")
     if cut >= 0:
         url = url[:cut]
+    if "@" in url:
+        url = _without_userinfo(url)
     if "xn--" in url and _has_bad_punycode(url):
         return None
     return url
+
+
+def _without_userinfo(url: str) -> str:
+    """An ada href without its ``user:password@``: a crawler neither sends credentials
+    found in a link nor counts ``http://u@h/x`` as another page than ``http://h/x``."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{path}"
+
+
+def has_userinfo(url: str) -> bool:
+    """Does the absolute URL ``url`` (as written) carry ``user:password@``?"""
+    try:
+        href = normalize_url(url)
+    except ValueError:
+        return False
+    return "@" in href.partition("://")[2].partition("/")[0]
 
 
 def resolve(href: str, base: str) -> str | None:

@@ -6,24 +6,11 @@ copies bytes), then crawls it with each crawler in turn, ``--repeat`` times, int
 and reports medians. A warm-up crawl (``--warmup``, bspcrawl P = 1 ``--no-warc``, not
 counted) goes first: the first crawl of a fresh server measured up to 25% more crawler CPU
 than the ones after it (bspcrawl 44.8 then 35.9 CPU-s; Scrapy, later in the order, did not
-show it). Every crawler starts from the same seeds, obeys robots.txt, stays on
-the web's hosts (127.1.0.x), has no delay, no depth limit and one connection per host:
-
-- bspcrawl: ``run --min-host-delay 0 --response-factor 0``, 8 fetch workers per rank (8 or 16
-  transfers); parses each page once (lexbor), keeps links, term counts and an HDF5 index,
-  and by default archives every response in WARC files (``bspcrawl-1-nowarc``: with
-  ``--no-warc``, the same job as Scrapy's below: fetch, parse, count words);
-- Scrapy (its own virtualenv, ``results/.venv-scrapy``): a CrawlSpider, CONCURRENT_REQUESTS
-  8, CONCURRENT_REQUESTS_PER_DOMAIN 1, DOWNLOAD_DELAY 0, ROBOTSTXT_OBEY with the product
-  token ``bspcrawl`` (so it obeys the same robots.txt groups), LOG_LEVEL INFO, telnet
-  console and remote control off; one LinkExtractor rule on the web's hosts follows every
-  link; every page's body text is extracted (XPath ``string(//body)`` on the tree parsel
-  builds) and its words counted (``Counter``); nothing is stored;
-- wget: ``--recursive --level=inf --span-hosts --domains=<the hosts> -e robots=on
-  --delete-after`` (one connection; wget parses each HTML page for links and saves it to a
-  temporary directory before deleting it). wget starts from one local page linking to the
-  seeds (see :func:`seed_page`); its robots.txt matching knows only ``wget`` and ``*``
-  (not the ``User-agent: bspcrawl`` groups), and it follows redirects into disallowed paths.
+show it). The crawlers and their settings are those of ``crawlers.py`` (every one from
+the same seeds, robots.txt obeyed, on the web's hosts, no delay, no depth limit, one
+connection per host): bspcrawl P = 1 with its WARC archive (the default) and with
+``--no-warc`` (``bspcrawl-1-nowarc``: the same job as Scrapy's: fetch, parse, count words),
+bspcrawl P = 2, Scrapy and ``wget -r``.
 
 Scrapy fetches each seed twice (start requests bypass its duplicate filter) and resolves
 links against a ``<base href>`` without decoding ``&amp;``: both show in the counts.
@@ -42,10 +29,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import functools
-import hashlib
-import http.server
-import json
 import os
 import pstats
 import shutil
@@ -53,84 +36,31 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-from cpu import children_cpu
+from cpu import process_cpu, timed
+from crawlers import (
+    CONCURRENCY,
+    PY,
+    RESULTS,
+    bspcrawl_command,
+    check_exit,
+    own_figures,
+    scrapy_command,
+    scrapy_python,
+    seed_page,
+    source_digest,
+    source_note,
+    wget_command,
+    wget_version,
+    write_results,
+)
 
-import bspcrawl
 from bspcrawl.testweb import Web, WebConfig, free_port, serve_forever
 
-PY = sys.executable
-MPIEXEC = str(Path(PY).parent / "mpiexec")
-RESULTS = Path(__file__).resolve().parents[1] / "results"
-SCRAPY_VENV = RESULTS / ".venv-scrapy"
-CONCURRENCY = 8  # bspcrawl's default fetch workers per rank; Scrapy's total concurrency
 CRAWLERS = ["bspcrawl-1", "bspcrawl-1-nowarc", "bspcrawl-2", "scrapy", "wget"]  # bspcrawl-P:
 # P ranks; -nowarc: with --no-warc
-
-SPIDER = '''
-import json
-from collections import Counter
-from pathlib import Path
-
-from scrapy.linkextractors import LinkExtractor
-from scrapy.spiders import CrawlSpider, Rule
-
-
-class BenchSpider(CrawlSpider):
-    name = "bench"
-    custom_settings = {
-        "CONCURRENT_REQUESTS": %(concurrency)d,
-        "CONCURRENT_REQUESTS_PER_DOMAIN": 1,
-        "DOWNLOAD_DELAY": 0,
-        "AUTOTHROTTLE_ENABLED": False,
-        "DEPTH_LIMIT": 0,
-        "ROBOTSTXT_OBEY": True,
-        "ROBOTSTXT_USER_AGENT": "bspcrawl",
-        "TELNETCONSOLE_ENABLED": False,
-        "REMOTE_CONTROL_ENABLED": False,
-        "LOG_LEVEL": "INFO",
-    }
-
-    def __init__(self, seeds, hosts, stats, *args, **kwargs):
-        self.start_urls = Path(seeds).read_text().split()
-        netlocs = hosts.split(",")  # LinkExtractor matches host:port, the offsite filter hosts
-        self.allowed_domains = [netloc.split(":")[0] for netloc in netlocs]
-        extractor = LinkExtractor(allow_domains=netlocs)
-        self.rules = (Rule(extractor, callback="parse_page", follow=True),)
-        super().__init__(*args, **kwargs)
-        self.stats_path = stats
-        self.words = 0
-
-    def parse_start_url(self, response):
-        return self.parse_page(response)
-
-    def parse_page(self, response):
-        text = response.xpath("string(//body)").get()  # one string, not a Selector a node
-        self.words += Counter(text.lower().split()).total()
-        return ()
-
-    def closed(self, reason):
-        stats = dict(self.crawler.stats.get_stats(), words=self.words, reason=reason)
-        Path(self.stats_path).write_text(json.dumps(stats, default=str, indent=1))
-'''
-
-
-def process_cpu(pid: int) -> float:
-    """User + sys CPU-seconds of a running process (from /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def source_digest() -> str:
-    """A digest of bspcrawl's source files, to tell whether the code changed during a run."""
-    digest = hashlib.sha256()
-    package = Path(bspcrawl.__file__).parent
-    for path in sorted(package.rglob("*.py")):
-        digest.update(str(path.relative_to(package)).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()[:12]
 
 
 def serve(config: WebConfig, log: Path) -> None:
@@ -141,57 +71,14 @@ def serve(config: WebConfig, log: Path) -> None:
     serve_forever(web, log=log, announce=lambda line: print(line, flush=True))
 
 
-def scrapy_python() -> tuple[Path, str]:
-    """Python of Scrapy's own virtualenv (created with ``pip install scrapy`` if missing)."""
-    py = SCRAPY_VENV / "bin" / "python"
-    if not (SCRAPY_VENV / "bin" / "scrapy").exists():
-        subprocess.run([PY, "-m", "venv", "--clear", str(SCRAPY_VENV)], check=True)
-        subprocess.run([str(py), "-m", "pip", "install", "-q", "scrapy"], check=True)
-    version = subprocess.run([str(py), "-m", "scrapy", "version"], check=True,
-                             capture_output=True, text=True).stdout.strip()
-    return py, version
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args: object) -> None:
-        pass
-
-
-def seed_page(seeds: list[str], tmp: Path) -> str:
-    """Serves (from a thread of this process) a page linking to every seed; returns its URL.
-
-    wget crawls each URL given on its command line as a separate recursion with its own
-    set of visited URLs, so three seeds would crawl a connected web three times; one start
-    page linking to the seeds gives one recursion."""
-    (tmp / "seedweb").mkdir()
-    links = "".join(f'<a href="{url}">seed</a>\n' for url in seeds)
-    (tmp / "seedweb" / "seeds.html").write_text(f"<!DOCTYPE html>\n<body>\n{links}</body>\n")
-    handler = functools.partial(_Quiet, directory=str(tmp / "seedweb"))
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return f"http://127.0.0.1:{server.server_port}/seeds.html"
-
-
 def commands(seeds: Path, netlocs: list[str], tmp: Path, scrapy: Path) -> dict[str, list[str]]:
     """The command line of each crawler (run with the working directory ``tmp``)."""
-    hosts = ",".join(netloc.split(":")[0] for netloc in netlocs)
-    run = [PY, "-m", "bspcrawl", "run", "--seeds", str(seeds), "--overwrite",
-           "--min-host-delay", "0", "--response-factor", "0", "--allow-net", "127.0.0.0/8",
-           "--workers", str(CONCURRENCY), "--progress", "none"]
-    spider = tmp / "bench_spider.py"
-    spider.write_text(SPIDER % {"concurrency": CONCURRENCY})
     return {
-        "bspcrawl-1": [*run, "--out", str(tmp / "out-1")],
-        "bspcrawl-1-nowarc": [*run, "--out", str(tmp / "out-1n"), "--no-warc"],
-        "bspcrawl-2": [MPIEXEC, "-n", "2", PY, "-m", "mpi4py", *run[1:],
-                       "--out", str(tmp / "out-2")],
-        "scrapy": [str(scrapy), "-m", "scrapy", "runspider", str(spider), "-a", f"seeds={seeds}",
-                   "-a", f"hosts={','.join(netlocs)}", "-a", f"stats={tmp / 'scrapy.json'}"],
-        "wget": ["wget", "--recursive", "--level=inf", "--span-hosts",
-                 f"--domains={hosts}", "-e", "robots=on", "--delete-after",
-                 "--no-verbose", "--output-file", str(tmp / "wget.log"),
-                 "--directory-prefix", str(tmp / "wget"),
-                 seed_page(seeds.read_text().split(), tmp)],
+        "bspcrawl-1": bspcrawl_command(seeds, tmp / "out-1"),
+        "bspcrawl-1-nowarc": bspcrawl_command(seeds, tmp / "out-1n", 1, "--no-warc"),
+        "bspcrawl-2": bspcrawl_command(seeds, tmp / "out-2", 2),
+        "scrapy": scrapy_command(scrapy, seeds, netlocs, tmp),
+        "wget": wget_command(seed_page(seeds.read_text().split(), tmp), netlocs, tmp),
     }
 
 
@@ -217,12 +104,8 @@ def crawl(name: str, argv: list[str], tmp: Path, server: subprocess.Popen, log: 
     """One crawl: wall time, crawler CPU, server CPU, the server's request counts, and the
     URLs fetched beyond ``truth`` (or more than once) and missed (a few examples)."""
     offset, server0 = log.stat().st_size, process_cpu(server.pid)
-    cpu0, t0 = children_cpu(), time.monotonic()
-    done = subprocess.run(argv, cwd=tmp, capture_output=True, text=True)
-    wall, cpu = time.monotonic() - t0, children_cpu() - cpu0
-    ok = done.returncode == 0 or (name == "wget" and done.returncode == 8)  # 8: some 404s
-    if not ok:
-        sys.exit(f"{name} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    done, wall, cpu = timed(argv, tmp)
+    check_exit(name, done)
     time.sleep(0.3)  # the server logs a request just after its response
     counts, urls = requests_after(log, offset)
     fetched = set(urls)
@@ -233,18 +116,7 @@ def crawl(name: str, argv: list[str], tmp: Path, server: subprocess.Popen, log: 
            "missed_examples": sorted(truth - fetched)[:5],
            "twice_examples": [u for u, n in collections.Counter(urls).most_common(5) if n > 1],
            "server_cpu_s": process_cpu(server.pid) - server0}
-    if name.startswith("bspcrawl"):
-        out = argv[argv.index("--out") + 1]
-        info = json.loads(subprocess.run([PY, "-m", "bspcrawl", "inspect", out, "--json"],
-                                         check=True, capture_output=True, text=True).stdout)
-        run["own_count"] = info["pages_fetched"]
-    elif name == "scrapy":
-        stats = json.loads((tmp / "scrapy.json").read_text())
-        run["own_count"] = stats["downloader/response_count"] - stats.get(
-            "robotstxt/response_count", 0)
-        run["scrapy_stats"] = {k: v for k, v in stats.items() if not isinstance(v, str)}
-    else:
-        shutil.rmtree(tmp / "wget", ignore_errors=True)
+    run.update(own_figures(name, argv, tmp))
     return run
 
 
@@ -325,8 +197,7 @@ def main() -> None:
     web = Web(config)
     truth = set(web.truth(web.seeds()))
     scrapy, scrapy_version = scrapy_python()
-    wget_version = subprocess.run(["wget", "--version"], check=True, capture_output=True,
-                                  text=True).stdout.splitlines()[0].rstrip(".")
+    wget = wget_version()
     tmp = Path(tempfile.mkdtemp(prefix="bench_throughput-"))
     seeds, log = tmp / "seeds.txt", tmp / "requests.tsv"
     seeds.write_text("\n".join(web.seeds()) + "\n")
@@ -361,21 +232,15 @@ def main() -> None:
     head = (f"{args.pages}-page testweb on {args.hosts} hosts (truth: {len(truth)} URLs), "
             f"median of {args.repeat} interleaved runs after {args.warmup} warm-up crawl(s), "
             f"{os.cpu_count()} cores shared with the "
-            f"server. {scrapy_version}; {wget_version}. Pages: requests other than /robots.txt "
+            f"server. {scrapy_version}; {wget}. Pages: requests other than /robots.txt "
             f"the server answered during the crawl (extra: URLs not in the truth; twice: "
             f"requests of a URL already requested); CPU-s: user + sys of all the crawler's "
-            f"processes; vs Scrapy: ratio of pages/CPU-s. bspcrawl source {source[0]}.")
-    if source[-1] != source[0]:
-        head += f" WARNING: bspcrawl's source changed during the run (now {source[-1]})."
-    text = f"{head}\n\n{table(rows)}\n"
-    print(f"\n{text}")
-    RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "bench_throughput.md").write_text(text)
+            f"processes; vs Scrapy: ratio of pages/CPU-s. {source_note(source)}")
     result = {"pages": args.pages, "hosts": args.hosts, "truth": len(truth), "repeat": args.repeat,
               "warmup": args.warmup,
-              "cores": os.cpu_count(), "scrapy": scrapy_version, "wget": wget_version,
+              "cores": os.cpu_count(), "scrapy": scrapy_version, "wget": wget,
               "source": source, "rows": rows, "runs": runs}
-    (RESULTS / "bench_throughput.json").write_text(json.dumps(result, indent=1))
+    write_results("bench_throughput", f"{head}\n\n{table(rows)}\n", result)
 
 
 if __name__ == "__main__":

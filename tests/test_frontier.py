@@ -27,17 +27,29 @@ def urls(jobs):
 
 
 def test_robots_first_then_one_job_per_host_per_schedule():
-    f = frontier()
-    f.receive([Link(f"http://a.test/{i}") for i in range(3)] + [Link("http://b.test/0")])
+    f = frontier(fetch_workers=2)
+    f.receive([Link(f"http://a.test/{i}") for i in range(5)] + [Link("http://b.test/0")]
+              + [Link(f"http://c.test/{i}") for i in range(2)])
     first = f.next_jobs(0)
-    assert {(j.url, j.robotstxt) for j in first} == {("http://a.test/robots.txt", True),
-                                                  ("http://b.test/robots.txt", True)}
+    assert {(j.url, j.robotstxt) for j in first} == {(f"http://{h}.test/robots.txt", True)
+                                                  for h in "abc"}
     assert f.next_jobs(1) == []  # URLs wait for their robots.txt
     answer(f, first, status=404)
     second, third = f.next_jobs(2), f.next_jobs(3)
-    assert sorted(j.host for j in second) == ["a.test:80", "b.test:80"]
-    assert [j.host for j in third] == ["a.test:80"]  # unpaced: again, while one is in flight
-    assert len(f) == 1
+    assert sorted(j.host for j in second) == ["a.test:80", "b.test:80", "c.test:80"]
+    # unpaced: again, while one is in flight
+    assert sorted(j.host for j in third) == ["a.test:80", "c.test:80"]
+    assert len(f) == 3
+
+
+def test_with_fewer_hosts_than_workers_each_fills_its_part_of_the_schedule():
+    f = frontier(fetch_workers=8, queue_batch=10)
+    f.receive([Link(f"http://a.test/{i}") for i in range(9)] + [Link("http://b.test/0")])
+    answer(f, f.next_jobs(0), status=404)
+    jobs = f.next_jobs(1)  # 2 hosts < 8 workers: up to 10 // 2 jobs each, in one schedule
+    a = [j.url for j in jobs if j.host == "a.test:80"]
+    assert len(set(a)) == 5 and set(a) <= {f"http://a.test/{i}" for i in range(9)}
+    assert [j.url for j in jobs if j.host == "b.test:80"] == ["http://b.test/0"]
 
 
 def test_unpaced_hosts_with_long_queues_get_jobs_in_proportion():

@@ -200,7 +200,7 @@ _any_hrefs = st.lists(  # also with a lone surrogate, which no URL (and no page)
 _page_urls = st.sampled_from(
     ["http://example.org/", "http://example.org/a/", "http://example.org/a/b.html",
      "http://example.org/a/b.html?q=1", "http://example.org/a/c.html?q=2",
-     "http://example.org/a/b/c/", "http://user:pw@example.org:8080/a/b.html",
+     "http://example.org/a/b/c/", "http://example.org:8080/a/b.html",
      "https://example.org/a/b.html", "https://other.org/a/b.html?z", "http://127.1.0.5:81/x/y"]
 )
 

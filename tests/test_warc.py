@@ -139,6 +139,31 @@ def test_headers_stay_consistent_with_the_decoded_body(tmp_path):
     assert http_response_headers(304, {}, 0).headers == []
 
 
+def test_header_bytes_above_ascii_anywhere_are_archived(tmp_path):
+    # regression (issue 14, found by the hostile-web fuzzer): a header name with bytes
+    # >= 0x80, or a value with ";" whose non-ASCII part is not a "=value", made warcio's
+    # to_ascii_bytes raise UnicodeEncodeError in write_fetch: the commit, and the crawl, died
+    odd = {"x-\xff\xfe": "\xe9\xe8\x80", "content-type": "text/html\xff; charset=utf-8",
+           "set-cookie": "c0=v; Path=/; \xff", "x-plain": "caf\xe9"}
+    res = fetch("http://h/odd", body=b"<p>hi</p>")
+    res.headers = odd
+    with WarcWriter(tmp_path) as w:
+        a = w.write_fetch(res)
+    path = check_files(tmp_path)[0]
+    with open(path, "rb") as fh:
+        fh.seek(a.record.offset)
+        record = next(iter(ArchiveIterator(fh)))
+        http = record.http_headers
+        assert http.get_header("x-%FF%FE") == "%E9%E8%80"
+        assert http.get_header("content-type") == "text/html%FF; charset=utf-8"
+        assert http.get_header("set-cookie") == "c0=v; Path=/; %FF"
+        assert http.get_header("x-plain") == "caf%E9"
+        assert record.content_stream().read() == b"<p>hi</p>"
+    # what warcio encodes itself (a value without ";") stays warcio's encoding
+    assert http_response_headers(200, {"x-plain": "caf\xe9"}, 0).to_ascii_bytes() == (
+        b"HTTP/1.1 200 OK\r\nx-plain: caf%C3%A9\r\nContent-Length: 0\r\n\r\n")
+
+
 def test_revisit_headers_name_the_original(tmp_path):
     h = History()
     url = "http://h/page"

@@ -146,7 +146,9 @@ def record_bytes(fields: Sequence[tuple[str, str]], *block: bytes) -> bytes:
 def http_response_headers(status: int, headers: Mapping[str, str],
                           length: int) -> StatusAndHeaders:
     """The response head stored for a body of ``length`` decoded bytes (see the module
-    docstring: encodings renamed, Content-Length the stored length)."""
+    docstring: encodings renamed, Content-Length the stored length), whose
+    ``to_ascii_bytes()`` never raises: non-ASCII header text is percent-encoded, by warcio
+    where it can (values), else here (names too)."""
     try:
         reason = HTTPStatus(status).phrase
     except ValueError:
@@ -162,7 +164,25 @@ def http_response_headers(status: int, headers: Mapping[str, str],
             fields.append((name, value))
     if status != 304 or "content-length" in headers:
         fields.append(("Content-Length", str(length)))
+    head = StatusAndHeaders(f"{status} {reason}".rstrip(), list(fields), protocol="HTTP/1.1")
+    if all(name.isascii() and value.isascii() for name, value in fields):
+        return head
+    try:  # warcio percent-encodes non-ASCII values (RFC 8187) ...
+        head.to_ascii_bytes()
+        return head
+    except UnicodeEncodeError:  # ... but not names, nor a value with ";" whose non-ASCII
+        pass  # part is not a "=value": then every non-ASCII byte is, here
+    fields = [(_percent_encoded(name), _percent_encoded(value)) for name, value in fields]
     return StatusAndHeaders(f"{status} {reason}".rstrip(), fields, protocol="HTTP/1.1")
+
+
+def _percent_encoded(text: str) -> str:
+    """``text`` with each non-ASCII character percent-encoded: header text is the server's
+    bytes decoded as latin-1, so a character is a byte (above U+00FF: its UTF-8)."""
+    if text.isascii():
+        return text
+    return "".join(c if c.isascii() else "".join(
+        f"%{b:02X}" for b in c.encode("latin-1" if ord(c) < 256 else "utf-8")) for c in text)
 
 
 def http_request_headers(url: str, lines: Sequence[str]) -> StatusAndHeaders:

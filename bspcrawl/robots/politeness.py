@@ -65,7 +65,10 @@ def backoff(attempt: int, hint: float | None, cap: float) -> float:
 def unreachable(result: FetchResult) -> bool:
     """Is a robots.txt answer "unreachable" (RFC 9309 2.3.1.3-4: a 5xx or no answer, to be
     retried), rather than an answer (2xx, or 4xx, more than five redirects or a refused
-    address: "unavailable")?"""
+    address: "unavailable")? A 429 is unreachable too, as Google treats it: a server that
+    asks to be left alone is not taken to allow everything at once."""
+    if result.status == 429:
+        return True
     return not (200 <= result.status < 500 or result.error in ROBOTS_FINAL_ERRORS)
 
 

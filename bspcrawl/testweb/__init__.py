@@ -17,7 +17,11 @@ Submodules, each importing only those listed before it:
 - :mod:`~bspcrawl.testweb.server`: an asyncio HTTP/1.1 server, one listening socket per
   host address ``127.1.a.b:PORT``; :func:`running` (a thread, for tests),
   :func:`running_process` (a child process: no shared GIL) and :func:`serve_forever` (CLI);
-- :mod:`~bspcrawl.testweb.cli`: ``bspcrawl testweb serve | truth | seeds``.
+- :mod:`~bspcrawl.testweb.hostile`: the fuzzer's hostile web (a seeded generator of hostile
+  answers, a raw-socket server, :func:`~.hostile.audit` of a crawl of it), apart from the
+  rest: it takes only the host addresses of :mod:`.model` and the port helpers of
+  :mod:`.server`;
+- :mod:`~bspcrawl.testweb.cli`: ``bspcrawl testweb serve | truth | seeds | hostile``.
 
 Example::
 
@@ -35,6 +39,7 @@ _EXPORTS = {name: module for module, names in {
             "read_seeds"),
     "config": ("ADVERSARIAL", "DEAD", "PAGE", "REDIRECT", "SPECIAL", "TRAPS", "UNRELIABLE",
                "WebConfig"),
+    "hostile": ("HostileConfig", "HostileWeb", "audit"),
     "model": ("AGENT", "Truth", "Web", "host_address"),
     "options": ("config_argv", "config_from_args"),
     "server": ("PortInUseError", "TestWebServer", "free_port", "running", "running_process",

@@ -1,4 +1,4 @@
-"""``python -m bspcrawl.testweb serve|truth|seeds``: the test web without the main CLI."""
+"""``python -m bspcrawl.testweb serve|truth|seeds|hostile``: the test web without the main CLI."""
 
 import sys
 

@@ -1,13 +1,14 @@
-"""Command-line hooks of the test web: ``bspcrawl testweb serve | truth | seeds``.
+"""Command-line hooks of the test web: ``bspcrawl testweb serve | truth | seeds | hostile``.
 
 :func:`add_arguments` adds the WebConfig options (:func:`~.options.add_config_arguments`:
 one per field, plus ``--adversarial``) and a command's own options to a parser
 (``serve``: ``--latency``, ``--log``; ``truth``: ``--seeds``, ``--kind``), and
 ``cmd_serve`` / ``cmd_truth`` / ``cmd_seeds`` turn the parsed arguments into a web
 (:func:`~.options.config_from_args`), run the command and return its exit code; ``serve``
-imports :mod:`.server` only when it runs. Mistakes raise ValueError (or OSError) with a
-one-line message for the caller to print. ``python -m bspcrawl.testweb`` wires them up on
-its own (see :func:`main`).
+imports :mod:`.server` only when it runs. ``hostile`` (the fuzzer's web, :mod:`.hostile`)
+has options of its own (:func:`add_hostile_arguments`). Mistakes raise ValueError (or
+OSError) with a one-line message for the caller to print. ``python -m bspcrawl.testweb``
+wires them up on its own (see :func:`main`).
 """
 
 from __future__ import annotations
@@ -126,21 +127,67 @@ def cmd_seeds(args: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"serve": cmd_serve, "truth": cmd_truth, "seeds": cmd_seeds}
+def add_hostile_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``hostile``: the fields of a HostileConfig, ``--log`` and ``--seeds``."""
+    parser.add_argument("--seed", type=int, default=1, help="RNG seed of every answer "
+                        "(default: %(default)s)")
+    parser.add_argument("--hosts", type=int, default=8, help="hosts that answer, 127.1.0.1, "
+                        "127.1.0.2, ... (default: %(default)s)")
+    parser.add_argument("--pages", type=int, default=50, help="pages /p/0 .. /p/N-1 of each "
+                        "host, besides its home / (default: %(default)s)")
+    parser.add_argument("--port", type=int, default=8766, help="TCP port of every host; 0: a "
+                        "free one, shown in the first line (default: %(default)s)")
+    parser.add_argument("--refused", type=int, default=8, help="hosts linked to where nothing "
+                        "listens, the addresses after the web's (at most 50) "
+                        "(default: %(default)s)")
+    parser.add_argument("--max-stall", type=float, default=2.0, metavar="S",
+                        help="longest stall, trickle or hold of an answer, seconds "
+                        "(default: %(default)s)")
+    parser.add_argument("--log", type=Path, default=None, metavar="FILE",
+                        help="append one line per request: host, target, start, end, kind "
+                        "(status/view/shape/connection)")
+    parser.add_argument("--seeds", action="store_true",
+                        help="print the seed URLs (every host's home page) and exit")
+
+
+def cmd_hostile(args: argparse.Namespace) -> int:
+    """Serve the hostile web of the fuzzer (seeded hostile answers) until SIGINT/SIGTERM.
+
+    The first line printed says where it listens (it holds ``127.1.``); ``--seeds``
+    prints the seed URLs instead."""
+    from bspcrawl.testweb import hostile  # asyncio: imported only to serve
+
+    config = hostile.HostileConfig(seed=args.seed, hosts=args.hosts, pages=args.pages,
+                                   port=args.port, refused=args.refused,
+                                   max_stall=args.max_stall)
+    if args.seeds:
+        sys.stdout.write("".join(u + "\n" for u in config.seeds()))
+        return 0
+    if not config.port:
+        config = config.on_free_port()
+    hostile.serve_forever(config, log=args.log, announce=lambda line: print(line, flush=True))
+    return 0
+
+
+COMMANDS = {"serve": cmd_serve, "truth": cmd_truth, "seeds": cmd_seeds, "hostile": cmd_hostile}
 
 
 def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``serve``, ``truth`` and ``seeds`` parsers (with ``func`` set) to ``subparsers``."""
+    """Add ``serve``, ``truth``, ``seeds`` and ``hostile`` parsers (with ``func`` set) to
+    ``subparsers``."""
     for name, func in COMMANDS.items():
         sub = subparsers.add_parser(
             name, help=func.__doc__.splitlines()[0].rstrip("."), description=func.__doc__
         )
-        add_arguments(sub, name)
+        if name == "hostile":
+            add_hostile_arguments(sub)
+        else:
+            add_arguments(sub, name)
         sub.set_defaults(func=func)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m bspcrawl.testweb serve|truth|seeds [options]``."""
+    """``python -m bspcrawl.testweb serve|truth|seeds|hostile [options]``."""
     parser = argparse.ArgumentParser(
         prog="python -m bspcrawl.testweb", description="A deterministic local web on loopback."
     )

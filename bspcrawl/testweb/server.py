@@ -48,10 +48,10 @@ import tempfile
 import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from email.utils import formatdate, parsedate_to_datetime
 from pathlib import Path
-from typing import TextIO
+from typing import Protocol, TextIO, TypeVar
 
 from bspcrawl.testweb import adversarial as adv
 from bspcrawl.testweb.adversarial import Reply, Stream
@@ -457,19 +457,21 @@ def free_port(hosts: int = 1, tries: int = 50) -> int:
     raise PortInUseError(errno.EADDRINUSE, f"no port free on {hosts} host addresses")
 
 
-@contextlib.contextmanager
-def running(
-    web: Web,
-    latency: tuple[float, float] | None = None,
-    log: str | Path | None = None,
-    **options,
-) -> Iterator[TestWebServer]:
-    """Serve ``web`` from a background thread (its own event loop) inside a ``with``.
+class Serving(Protocol):
+    """A server :func:`in_thread` and :func:`forever` can run."""
 
-    Yields the :class:`TestWebServer` once every address listens; stops it, closing all
-    connections and the log, on exit. Other keyword ``options`` go to TestWebServer.
-    """
-    server = TestWebServer(web, latency=latency, log=log, **options)
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+    def describe(self) -> str: ...
+
+
+S = TypeVar("S", bound=Serving)
+
+
+@contextlib.contextmanager
+def in_thread(server: S, name: str) -> Iterator[S]:
+    """Run ``server`` from a background thread (its own event loop) inside a ``with``:
+    yields it once it listens; stops it, closing all connections and its log, on exit."""
     loop = asyncio.new_event_loop()
     ready = threading.Event()
     failure: list[BaseException] = []
@@ -490,7 +492,7 @@ def running(
             loop.run_until_complete(server.stop())
             loop.close()
 
-    thread = threading.Thread(target=main, name="testweb-server", daemon=True)
+    thread = threading.Thread(target=main, name=name, daemon=True)
     thread.start()
     ready.wait()
     if failure:
@@ -503,16 +505,12 @@ def running(
         thread.join()
 
 
-def serve_forever(
-    web: Web,
-    latency: tuple[float, float] | None = None,
-    log: str | Path | None = None,
-    announce=print,
-) -> None:
-    """Serve ``web`` in this thread until SIGINT or SIGTERM, then stop cleanly."""
+def forever(make: Callable[[], Serving], announce: Callable[[str], object] = print) -> None:
+    """Serve ``make()`` in this thread until SIGINT or SIGTERM, then stop it cleanly;
+    ``announce`` gets its one-line description once it listens."""
 
     async def main() -> None:
-        server = TestWebServer(web, latency=latency, log=log)
+        server = make()
         await server.start()
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -525,6 +523,33 @@ def serve_forever(
             await server.stop()
 
     asyncio.run(main())
+
+
+@contextlib.contextmanager
+def running(
+    web: Web,
+    latency: tuple[float, float] | None = None,
+    log: str | Path | None = None,
+    **options,
+) -> Iterator[TestWebServer]:
+    """Serve ``web`` from a background thread (its own event loop) inside a ``with``.
+
+    Yields the :class:`TestWebServer` once every address listens; stops it, closing all
+    connections and the log, on exit. Other keyword ``options`` go to TestWebServer.
+    """
+    with in_thread(TestWebServer(web, latency=latency, log=log, **options),
+                   "testweb-server") as server:
+        yield server
+
+
+def serve_forever(
+    web: Web,
+    latency: tuple[float, float] | None = None,
+    log: str | Path | None = None,
+    announce=print,
+) -> None:
+    """Serve ``web`` in this thread until SIGINT or SIGTERM, then stop cleanly."""
+    forever(lambda: TestWebServer(web, latency=latency, log=log), announce)
 
 
 @contextlib.contextmanager
