@@ -82,7 +82,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import errno
 import functools
 import gzip
 import hashlib
@@ -101,10 +100,9 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
 
 from bspcrawl.testweb.model import host_address, host_index
-from bspcrawl.testweb.server import PortInUseError, forever, free_port, in_thread
+from bspcrawl.testweb.server import Listener, forever, free_port, in_thread
 
 MAX_HEAD = 64 * 1024  # bytes of a request head read before the connection is closed
 IDLE_TIMEOUT = 10.0  # s a keep-alive connection may wait for its next request
@@ -795,7 +793,7 @@ class HostileWeb:
 # --------------------------------------------------------------------------- server
 
 
-class HostileServer:
+class HostileServer(Listener):
     """Serves a :class:`HostileWeb`; :meth:`start` and :meth:`stop` run in an event loop.
 
     ``requests`` counts finished requests; ``count`` maps ``(netloc, target)`` to the
@@ -805,50 +803,15 @@ class HostileServer:
     def __init__(self, web: HostileWeb, log: str | Path | None = None) -> None:
         if not web.config.port:
             raise ValueError("a hostile web needs its port: see HostileConfig.on_free_port")
+        super().__init__(log, MAX_HEAD)
         self.web = web
-        self.log_path = Path(log) if log is not None else None
-        self.requests = 0
         self.count: dict[tuple[str, str], int] = defaultdict(int)
-        self._servers: list[asyncio.Server] = []
-        self._tasks: set[asyncio.Task] = set()
-        self._log: TextIO | None = None
         self.port = web.config.port
 
     async def start(self) -> None:
         """Bind every host address; raises :class:`PortInUseError` naming the address."""
         _bomb()  # built once, before the first request (0.4 s)
-        if self.log_path is not None:
-            self._log = open(self.log_path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
-        try:
-            for i in range(self.web.config.hosts):
-                addr = host_address(i)
-                try:
-                    server = await asyncio.start_server(self._serve, addr, self.port,
-                                                        limit=MAX_HEAD, backlog=1024,
-                                                        reuse_address=True)
-                except OSError as e:
-                    what = "in use" if e.errno == errno.EADDRINUSE else "not available"
-                    raise PortInUseError(e.errno, f"cannot listen on {addr}:{self.port}: "
-                                                  f"address {what} ({e.strerror})") from e
-                self._servers.append(server)
-        except BaseException:
-            await self.stop()
-            raise
-
-    async def stop(self) -> None:
-        """Close the listeners, every open connection and the log."""
-        for server in self._servers:
-            server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-        for server in self._servers:
-            await server.wait_closed()
-        self._servers.clear()
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        await self.listen([host_address(i) for i in range(self.web.config.hosts)], self.port)
 
     def describe(self) -> str:
         """One line saying where the web listens."""
@@ -857,21 +820,12 @@ class HostileServer:
                 f"http://{c.netloc(0)}/ .. http://{c.netloc(c.hosts - 1)}/ (seed {c.seed}, "
                 f"{c.refused} refused hosts)")
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
+    async def _connection(self, reader: asyncio.StreamReader,
+                          writer: asyncio.StreamWriter) -> None:
         netloc = f"{writer.get_extra_info('sockname')[0]}:{self.port}"
         served = 0
-        try:
-            while await self._one(reader, writer, netloc, served > 0):
-                served += 1
-        except (ConnectionError, asyncio.IncompleteReadError, TimeoutError,
-                asyncio.CancelledError, OSError):
-            pass
-        finally:
-            self._tasks.discard(task)
-            writer.close()
+        while await self._one(reader, writer, netloc, served > 0):
+            served += 1
 
     async def _one(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                    netloc: str, reused: bool) -> bool:

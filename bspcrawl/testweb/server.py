@@ -119,7 +119,76 @@ def _parse_date(text: str) -> float | None:
         return None
 
 
-class TestWebServer:
+class Listener:
+    """What the local webs' servers share: a listening socket per host address, a task
+    per open connection, and a request log. A subclass answers a connection in
+    :meth:`_connection` (``reader``, ``writer``) and calls :meth:`listen` from its
+    ``start``."""
+
+    def __init__(self, log: str | Path | None, limit: int) -> None:
+        self.log_path = Path(log) if log is not None else None
+        self.limit = limit  # bytes of a request head
+        self.requests = 0
+        self.addresses: list[tuple[str, int]] = []
+        self._servers: list[asyncio.Server] = []
+        self._tasks: set[asyncio.Task] = set()
+        self._log: TextIO | None = None
+
+    async def listen(self, addresses: list[str], port: int) -> None:
+        """Open the log and bind every address; raises :class:`PortInUseError` naming the
+        address."""
+        if self.log_path is not None:
+            self._log = open(self.log_path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
+        try:
+            for addr in addresses:
+                try:
+                    server = await asyncio.start_server(self._serve, addr, port,
+                                                        limit=self.limit, backlog=1024,
+                                                        reuse_address=True)
+                except OSError as e:
+                    what = "in use" if e.errno == errno.EADDRINUSE else "not available"
+                    raise PortInUseError(e.errno, f"cannot listen on {addr}:{port}: "
+                                                  f"address {what} ({e.strerror})") from e
+                self._servers.append(server)
+                self.addresses.append((addr, port))
+        except BaseException:
+            await self.stop()
+            raise
+
+    async def stop(self) -> None:
+        """Close the listeners, every open connection and the log."""
+        for server in self._servers:
+            server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        for server in self._servers:
+            await server.wait_closed()
+        self._servers.clear()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            await self._connection(reader, writer)
+        except (ConnectionError, asyncio.IncompleteReadError, TimeoutError,
+                asyncio.CancelledError, OSError):
+            pass
+        finally:
+            self._tasks.discard(task)
+            writer.close()
+
+    async def _connection(self, reader: asyncio.StreamReader,
+                          writer: asyncio.StreamWriter) -> None:
+        raise NotImplementedError
+
+
+class TestWebServer(Listener):
     """Serves one :class:`Web`; :meth:`start` and :meth:`stop` run inside an event loop.
 
     ``requests`` counts finished requests; ``addresses`` lists the bound (address, port).
@@ -138,17 +207,12 @@ class TestWebServer:
     ) -> None:
         if latency is not None and not 0 <= latency[0] <= latency[1]:
             raise ValueError(f"latency must be (lo, hi) with 0 <= lo <= hi, not {latency}")
+        super().__init__(log, max_header)
         self.web = web
         self.latency = latency
-        self.log_path = Path(log) if log is not None else None
         self.request_timeout = request_timeout
         self.max_header = max_header
-        self.requests = 0
-        self.addresses: list[tuple[str, int]] = []
         self._random = random.Random(latency_seed)
-        self._servers: list[asyncio.Server] = []
-        self._tasks: set[asyncio.Task] = set()
-        self._log: TextIO | None = None
         self._site = {host_address(h): h for h in range(web.n_hosts)}
         self._roles = web.role
         self._odd = [bool(web.soft404[h]) or web.role[h] in TRAPS for h in range(web.n_hosts)]
@@ -159,49 +223,10 @@ class TestWebServer:
 
     async def start(self) -> None:
         """Bind every host address; raises :class:`PortInUseError` naming the address."""
-        port = self.web.config.port
         self.web.html(0)  # builds the text all pages share before the first request
-        if self.log_path is not None:
-            self._log = open(self.log_path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
-        try:
-            for h in range(self.web.n_hosts):
-                if self._roles[h] == "dead":
-                    continue  # connection refused
-                addr = host_address(h)
-                try:
-                    server = await asyncio.start_server(
-                        self._serve,
-                        addr,
-                        port,
-                        limit=self.max_header,
-                        backlog=1024,
-                        reuse_address=True,
-                    )
-                except OSError as e:
-                    what = "in use" if e.errno == errno.EADDRINUSE else "not available"
-                    raise PortInUseError(
-                        e.errno, f"cannot listen on {addr}:{port}: address {what} ({e.strerror})"
-                    ) from e
-                self._servers.append(server)
-                self.addresses.append((addr, port))
-        except BaseException:
-            await self.stop()
-            raise
-
-    async def stop(self) -> None:
-        """Close the listeners and every open connection, and the log."""
-        for server in self._servers:
-            server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
-        for server in self._servers:
-            await server.wait_closed()
-        self._servers.clear()
-        if self._log is not None:
-            self._log.close()
-            self._log = None
+        await self.listen([host_address(h) for h in range(self.web.n_hosts)
+                           if self._roles[h] != "dead"],  # dead: connection refused
+                          self.web.config.port)
 
     def describe(self) -> str:
         """One line saying where the web listens."""
@@ -217,19 +242,11 @@ class TestWebServer:
 
     # ------------------------------------------------------------------ one connection
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
+    async def _connection(self, reader: asyncio.StreamReader,
+                          writer: asyncio.StreamWriter) -> None:
         site = self._site.get(writer.get_extra_info("sockname")[0])
-        try:
-            while await self._one_request(reader, writer, site):
-                pass
-        except (ConnectionError, asyncio.IncompleteReadError, TimeoutError, asyncio.CancelledError):
+        while await self._one_request(reader, writer, site):
             pass
-        finally:
-            self._tasks.discard(task)
-            writer.close()
 
     async def _one_request(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, site: int | None
