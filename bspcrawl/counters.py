@@ -65,6 +65,8 @@ COUNTERS: tuple[Counter, ...] = (
     Counter("commit/outlinks_cut", TOTAL, "links past --crawl-max-outlinks of their page"),
     Counter("commit/hosts_cut", TOTAL, "links to hosts past --crawl-max-page-hosts of "
             "their page"),
+    Counter("commit/links_known", TOTAL, "links not sent: this rank sent them already, "
+            "at that depth or less"),
     Counter("frontier/host_cap", TOTAL, "URLs arrived past --max-host-pages of their host"),
     Counter("frontier/domain_cap", TOTAL, "URLs arrived past --max-domain-pages of their "
             "registered domain"),

@@ -148,7 +148,9 @@ class Frontier:
         ids, prios = [], []
         fps = self.fingerprints([x.url for x in links]).tolist()
         for link, fp in zip(links, fps, strict=True):
-            if len(link.url) > s.url_max_length or (
+            if fp in self.seen:  # first: most links are known, and known ones passed
+                self.stats["frontier/duplicates"] += 1
+            elif len(link.url) > s.url_max_length or (
                     self.blacklist and self.blacklist.search(link.url)):
                 self.stats["frontier/filtered"] += 1
             elif self.traps.caught(link.url):
@@ -157,8 +159,6 @@ class Frontier:
                 self.stats["frontier/too_deep"] += 1
             elif link.hops > s.fetch_max_redirects:
                 self.stats["frontier/too_many_hops"] += 1
-            elif fp in self.seen:
-                self.stats["frontier/duplicates"] += 1
             elif spent := budgets.take(link.url):
                 self.stats[spent] += 1
             else:

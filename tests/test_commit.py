@@ -10,6 +10,7 @@ import h5py
 import pytest
 import xxhash
 
+from bspcrawl import commit
 from bspcrawl.commit import Committer, charset, is_html
 from bspcrawl.frontier import Frontier
 from bspcrawl.index.archive import Archive
@@ -109,6 +110,7 @@ def test_x_robots_tag_and_meta_robots(tmp_path):
     rank = Rank(tmp_path)
     for tag, body, follow, _ in cases:
         headers = {"x-robots-tag": tag} if tag else {}
+        rank.committer.sent.clear()  # the same links each time: send them again
         links = rank.commit(body=body, headers=headers)
         assert links == ([Link(u, 3) for u in PAGE_LINKS] if follow else []), tag
     got = rank.read()
@@ -165,6 +167,7 @@ def test_a_304_revisit_is_parsed_like_the_original(tmp_path):
     assert rank.archive.plan([job], T0 + 100) == []  # not fresh: revalidated
     assert job.headers == ('If-None-Match: "v1"',)
     result = FetchResult(job, status=304, headers={"etag": '"v1"'}, started=T0 + 100)
+    rank.committer.sent.clear()  # to see the links parsed again (not sent twice otherwise)
     again = rank.committer.commit(result)
     assert result.revisit == NOT_MODIFIED and result.body == PAGE
     assert again == first == [Link(u, 3) for u in PAGE_LINKS]
@@ -190,6 +193,7 @@ def test_a_fresh_page_is_restored_and_parsed_without_a_fetch(tmp_path):
     job = rank.job(url, depth=2)
     (fresh,) = rank.archive.plan([job], T0 + 60)
     assert fresh.job is job and fresh.revisit == FRESH and fresh.status == 0
+    rank.committer.sent.clear()  # to see the links parsed again (not sent twice otherwise)
     assert rank.committer.commit(fresh) == [Link(u, 3) for u in PAGE_LINKS]
     assert (fresh.status, fresh.content_type) == (200, "text/html; charset=utf-8")
     got = rank.read()
@@ -205,6 +209,7 @@ def test_a_304_restores_a_body_from_the_warc_file_being_written(tmp_path):
     job = rank.job(url, depth=2)
     rank.archive.plan([job], T0 + 100)
     result = FetchResult(job, status=304, headers={"etag": '"v1"'}, started=T0 + 100)
+    rank.committer.sent.clear()
     assert rank.committer.commit(result) == [Link(u, 3) for u in PAGE_LINKS]
 
 
@@ -267,3 +272,14 @@ def test_links_to_too_many_hosts_are_cut_in_document_order(tmp_path):
     rank.committer.max_hosts = 1
     assert rank.commit() == [Link(u, 3) for u in PAGE_LINKS[:2]]  # a.test twice, not other
     assert rank.committer.stats["commit/hosts_cut"] == 1
+
+
+def test_a_link_is_sent_once_unless_it_comes_again_shallower(tmp_path, monkeypatch):
+    rank = Rank(tmp_path)
+    assert rank.commit() == [Link(u, 3) for u in PAGE_LINKS]  # the job is at depth 2
+    assert rank.commit(url="http://a.test/dir/other") == []  # the same links: known
+    assert rank.committer.stats["commit/links_known"] == 3
+    shallower = rank.commit(depth=0)
+    assert shallower == [Link(u, 1) for u in PAGE_LINKS]  # their depth may change their fate
+    monkeypatch.setattr(commit, "SENT_MEMO", 2)  # full: forgotten, sent again
+    assert len(rank.commit()) == 3 and len(rank.commit()) == 3

@@ -112,12 +112,12 @@ class FrontierMachine(RuleBasedStateMachine):
     def receive(self, links: list[Link]) -> None:
         new = 0
         for link in links:
-            if link.url.endswith("/logout"):
+            if link.url in self.state:  # known: no filter looks at it again
+                self.expected["frontier/duplicates"] += 1
+            elif link.url.endswith("/logout"):
                 self.expected["frontier/filtered"] += 1
             elif link.depth > MAX_DEPTH:
                 self.expected["frontier/too_deep"] += 1
-            elif link.url in self.state:
-                self.expected["frontier/duplicates"] += 1
             else:
                 self.state[link.url] = "waiting"
                 new += 1
