@@ -360,6 +360,12 @@ def test_overlapping_requests_to_one_host_are_found():
                          req("/robots/0-0.txt", 1.2, "200/ok/plain/new", end=1.3)])
     assert [f.split(" ")[0] for f in found] == ["http://127.1.0.1:8766/robots/0-0.txt",
                                                 "http://127.1.0.1:8766/p/4"]
+    # an answer the client gave up on ends when the server noticed: a little later
+    gave_up = [req("/p/1", 1.0, "200/err/trickle/new", end=2.05),
+               req("/p/2", 2.0, "200/ok/plain/new", end=3.0)]
+    assert overlapping(gave_up) == []
+    gave_up[0] = req("/p/1", 1.0, "200/err/trickle/new", end=2.2)
+    assert len(overlapping(gave_up)) == 1
 
 
 @pytest.fixture(scope="module")
