@@ -244,6 +244,25 @@ def test_the_url_space_is_finite_and_stays_on_the_web():
     assert max(per_host.values()) < 1 + config.pages * (1 + len(QUERIES)) + 150
 
 
+def test_a_robots_txt_redirects_only_to_robots_txt_aliases():
+    # a campaign (seed 15) met an odd "Location: /p/0" header on a robots.txt's 301: libcurl
+    # followed it, and the audit took the page's later fetch for a second request
+    web = HostileWeb(HostileConfig(seed=15, hosts=40, pages=30, port=8766))
+    targets = 0
+    for netloc in web.netlocs:
+        for target in ("/robots.txt", "/robots/0-0.txt", "/robots/3-2.txt"):
+            for k in range(4):
+                plan = web.plan(netloc, target, k)
+                if not 300 <= plan.status < 400:  # a Location libcurl does not follow
+                    continue
+                for location in re.findall(rb"\nLocation: ([^\r\n]*)", plan.head):
+                    targets += 1
+                    path = "/" + (resolve(location.decode("latin-1"), f"http://{netloc}/")
+                                  or "http://x/robots").split("/", 3)[3]
+                    assert path.startswith("/robots"), (netloc, target, k, location)
+    assert targets > 20
+
+
 # --------------------------------------------------------------------------- server
 
 

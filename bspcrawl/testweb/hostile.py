@@ -648,8 +648,10 @@ class HostileWeb:
 
     # ------------------------------------------------------------- the answer's bytes
 
-    def _odd_headers(self, rng: random.Random) -> tuple[list[bytes], list[str]]:
-        """A few odd header lines a client should survive (none makes the answer fail)."""
+    def _odd_headers(self, rng: random.Random, status: int) -> tuple[list[bytes], list[str]]:
+        """A few odd header lines a client should survive (none makes the answer fail).
+        A ``Location`` goes only on a status that is not a redirect: on a 3xx it would
+        make one, out of the namespace of the URL redirected (a robots.txt's)."""
         out, tags = [], []
         choices = (
             ("retry-after", lambda: b"Retry-After: " + rng.choice(_RETRY_AFTER)),
@@ -669,7 +671,8 @@ class HostileWeb:
             ("control", lambda: b"X-Ctl: a\x01\x7f\x1fb\tc"),
             ("content-type-odd", lambda: b"Content-Type: " + (rng.choice(_CONTENT_TYPES)[2]
                                                               or b"")),
-            ("location-on-200", lambda: b"Location: /p/0"),
+            ("location-on-200", lambda: b"%sLocation: /p/0" % (
+                b"X-" if 300 <= status < 400 else b"")),
             ("date-odd", lambda: b"Date: " + rng.choice(_DATES)),
             ("link", lambda: b'Link: </p/1>; rel="next", <javascript:x>; rel=canonical'),
             ("refresh", lambda: b"Refresh: 0; url=/p/2"),
@@ -688,7 +691,7 @@ class HostileWeb:
         headers = [h for h in headers if h]
         if status == 101:  # else libcurl takes it for a 1xx and waits for the answer; its
             headers.append(b"Upgrade: nonsense")  # body then lasts until the connection ends
-        odd, odd_tags = self._odd_headers(rng)
+        odd, odd_tags = self._odd_headers(rng, status)
         tags = [*tags, *odd_tags]
         reason = _REASONS.get(status, b"Whatever")
         line = b"HTTP/1.1 %d %s" % (status, reason)
