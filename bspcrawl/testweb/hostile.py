@@ -88,12 +88,10 @@ import hashlib
 import json
 import random
 import re
-import signal
 import socket
 import struct
 import subprocess
 import sys
-import tempfile
 import time
 import zlib
 from collections import defaultdict
@@ -102,7 +100,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bspcrawl.testweb.model import host_address, host_index
-from bspcrawl.testweb.server import Listener, forever, free_port, in_thread
+from bspcrawl.testweb.server import Listener, child_server, forever, free_port, in_thread
 
 MAX_HEAD = 64 * 1024  # bytes of a request head read before the connection is closed
 IDLE_TIMEOUT = 10.0  # s a keep-alive connection may wait for its next request
@@ -937,22 +935,8 @@ def serving(config: HostileConfig, log: str | Path | None = None,
     argv = [sys.executable, "-m", "bspcrawl.testweb", "hostile", *config_argv(config)]
     if log is not None:
         argv += ["--log", str(log)]
-    with (tempfile.TemporaryFile("w+") as errors,
-          subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errors, text=True) as proc):
-        try:
-            if "127.1." not in (proc.stdout.readline() if proc.stdout else ""):
-                proc.wait()
-                errors.seek(0)
-                message = errors.read().strip().splitlines()
-                raise OSError(message[-1] if message else "hostile server exited")
-            yield proc
-        finally:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-                try:
-                    proc.wait(stop_timeout)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+    with child_server(argv, stop_timeout) as proc:
+        yield proc
 
 
 # ---------------------------------------------------------------------------- audit

@@ -584,17 +584,27 @@ def running_process(
         argv += ["--latency", f"{latency[0]!r},{latency[1]!r}"]
     if log is not None:
         argv += ["--log", str(log)]
+    with child_server(argv, stop_timeout) as proc:
+        yield proc
+
+
+@contextlib.contextmanager
+def child_server(argv: list[str], stop_timeout: float = 10.0) -> Iterator[subprocess.Popen]:
+    """Run the server command ``argv`` as a child process for the block: yields it once
+    it announced where it listens (a first line on stdout naming a ``127.1.`` address);
+    raises OSError with the child's last error line if it does not. On exit: SIGTERM,
+    then a kill after ``stop_timeout`` s."""
     # stderr goes to a file, not a pipe, so that a chatty child never blocks
     with (
         tempfile.TemporaryFile("w+") as errors,
         subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errors, text=True) as proc,
     ):
         try:
-            if not proc.stdout.readline():  # the announcement: listening
+            if "127.1." not in (proc.stdout.readline() if proc.stdout else ""):
                 proc.wait()
                 errors.seek(0)
                 message = errors.read().strip().splitlines()
-                raise OSError(message[-1] if message else "testweb server exited")
+                raise OSError(message[-1] if message else f"{' '.join(argv[2:4])} exited")
             yield proc
         finally:
             if proc.poll() is None:
