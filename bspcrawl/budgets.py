@@ -24,18 +24,20 @@ from collections.abc import Callable
 
 import numpy as np
 
-from bspcrawl.urls import host_hash, host_key, registered_domain
+from bspcrawl.urls import domain_hash, host_key
 
 
 class Budgets:
     """URLs taken per host (this rank's hosts) and per registered domain (all ranks)."""
 
-    def __init__(self, host_cap: int, domain_cap: int) -> None:
-        self.host_cap, self.domain_cap = host_cap, domain_cap
+    def __init__(self, host_cap: int, domain_cap: int, ranks: int = 1) -> None:
+        self.host_cap, self.domain_cap, self.ranks = host_cap, domain_cap, ranks
+        self.due = max(1, domain_cap // (2 * ranks))  # untold URLs of a domain to tell
         self.hosts: dict[str, int] = {}  # host key -> URLs taken
         self.domain_of: dict[str, int] = {}  # host key -> its registered domain's hash
         self.domains: dict[int, int] = {}  # domain hash -> URLs taken (see module doc)
-        self.new: dict[int, int] = {}  # domain hash -> URLs this rank took since the sync
+        self.new: dict[int, int] = {}  # domain hash -> URLs this rank took, untold
+        self.ready: list[int] = []  # domains of ``due`` untold URLs, to tell at the sync
 
     def take(self, url: str) -> str:
         """Count ``url`` in its host's and domain's budgets; or if either is spent, return
@@ -49,26 +51,25 @@ class Budgets:
         if self.domain_cap:
             d = self.domain_of.get(key)
             if d is None:
-                d = self.domain_of[key] = host_hash(registered_domain(key))
+                d = self.domain_of[key] = domain_hash(key)
             m = self.domains.get(d, 0)
             if m >= self.domain_cap:
                 return "frontier/domain_cap"
             self.domains[d] = m + 1
-            self.new[d] = self.new.get(d, 0) + 1
+            if self.ranks > 1:  # one rank tells nobody
+                untold = self.new[d] = self.new.get(d, 0) + 1
+                if untold == self.due:
+                    self.ready.append(d)
         self.hosts[key] = n + 1
         return ""
 
-    def news(self, ranks: int) -> np.ndarray:
+    def news(self) -> np.ndarray:
         """The domains this rank took ``domain_cap / (2 ranks)`` URLs of since it last
         told, as int64 pairs (domain hash, URLs) flattened, for the other ranks; those
-        counts are then told (they are counted here already)."""
-        if ranks == 1:
-            self.new.clear()
-            return np.zeros(0, np.int64)
-        due = max(1, self.domain_cap // (2 * ranks))
-        told = [(d, n) for d, n in self.new.items() if n >= due]
-        for d, _ in told:
-            del self.new[d]
+        counts are then told (they are counted here already). Costs nothing for the
+        domains not due: they are listed as they become due."""
+        told = [(d, self.new.pop(d)) for d in self.ready]
+        self.ready.clear()
         return np.array(told, np.int64).reshape(-1)
 
     def add_news(self, pairs: np.ndarray) -> None:
@@ -110,5 +111,6 @@ class Budgets:
                 untold[d] = untold.get(d, 0) + new
         for d, n in told.items():
             self.domains[d] = n + untold[d]
-        if len(states) == 1:
+        if len(states) == 1 and self.ranks > 1:
             self.new = {d: n for d, n in untold.items() if n}
+            self.ready = [d for d, n in self.new.items() if n >= self.due]

@@ -95,7 +95,7 @@ class Frontier:
     """
 
     def __init__(self, settings: Settings, stats: Stats | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, ranks: int = 1) -> None:
         self.settings = settings
         self.stats = Stats() if stats is None else stats
         self.clock = clock
@@ -105,7 +105,8 @@ class Frontier:
         self.links: dict[int, Link] = {}  # fingerprint -> link, for URLs not yet scheduled
         self.retries: dict[int, int] = {}  # fingerprint -> 429/503 answers so far
         self.hosts: dict[str, Host] = {}
-        self.budgets = Budgets(settings.crawl_max_host_pages, settings.crawl_max_domain_pages)
+        self.budgets = Budgets(settings.crawl_max_host_pages, settings.crawl_max_domain_pages,
+                               ranks)
         self.active: deque[str] = deque()  # hosts that may get a job now, round-robin
         self.resting: list[tuple[float, str]] = []  # (ready_at, host): heap of resting hosts
         self.pending = 0

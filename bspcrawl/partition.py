@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterable
 import numpy as np
 
 from bspcrawl.messages import Link
-from bspcrawl.urls import host_hash, host_key, registered_domain
+from bspcrawl.urls import domain_hash, host_hash, host_key
 
 
 class Directory:
@@ -132,7 +132,7 @@ REFUSED = -1
 def host_pair(key: str) -> tuple[int, int]:
     """``(host hash, registered domain hash)`` of host key ``key``, as
     :meth:`Directory.assign` takes them."""
-    return host_hash(key), host_hash(registered_domain(key))
+    return host_hash(key), domain_hash(key)
 
 
 def notice(hosts: list[tuple[int, int]], news: np.ndarray) -> np.ndarray:

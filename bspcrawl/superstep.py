@@ -100,7 +100,7 @@ class Crawl:
         self.comm, self.rank, self.size = comm, comm.Get_rank(), comm.Get_size()
         self.settings, self.out, self.seeds, self.progress = settings, out, seeds, progress
         self.stats = Stats()
-        self.frontier = Frontier(settings, self.stats)
+        self.frontier = Frontier(settings, self.stats, ranks=self.size)
         self.window = Window(settings.fetch_workers)
         at = resume.superstep if resume else None
         self.archive = Archive(out, self.rank, warc=not settings.index_no_warc,
@@ -177,7 +177,7 @@ class Crawl:
         buf, counts = pack(boxes)
         keys = dict.fromkeys(host_key(x.url) for x in held)
         return Outbox(buf, counts, notice([host_pair(k) for k in keys],
-                                          self.frontier.budgets.news(self.size)))
+                                          self.frontier.budgets.news()))
 
     def sync(self, outbox: Outbox, start: float) -> dict[str, int]:
         """Agree on the global counters, deal the hosts announced and deliver the links

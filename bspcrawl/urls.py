@@ -46,6 +46,7 @@ __all__ = [
     "canonical",
     "fingerprint",
     "fingerprints",
+    "domain_hash",
     "has_userinfo",
     "host_hash",
     "host_key",
@@ -183,6 +184,12 @@ def registered_domain(key: str) -> str:
     if _PSL is None:
         _PSL = PublicSuffixList()
     return _PSL.privatesuffix(host) or host
+
+
+def domain_hash(key: str) -> int:
+    """:func:`host_hash` of the registered domain of host key ``key``: the key of the
+    per-domain budgets and hosts cap."""
+    return host_hash(registered_domain(key))
 
 
 def _signed(value: int) -> int:

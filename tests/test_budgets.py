@@ -19,12 +19,12 @@ def test_a_host_budget_and_a_domain_budget_are_counted_on_arrival():
 
 
 def test_ranks_tell_each_other_a_domain_once_they_took_a_share_of_it():
-    a, b = Budgets(0, 8), Budgets(0, 8)  # two ranks: told after 8 / (2 x 2) = 2 URLs
+    a, b = Budgets(0, 8, ranks=2), Budgets(0, 8, ranks=2)  # told after 8 / (2 x 2) = 2 URLs
     a.take(WWW + "1")
-    assert len(a.news(2)) == 0  # 1 < 2: not yet
+    assert len(a.news()) == 0  # 1 < 2: not yet
     a.take(WWW + "2")
-    news = a.news(2)
-    assert news.tolist()[1] == 2 and len(a.news(2)) == 0  # told once
+    news = a.news()
+    assert news.tolist()[1] == 2 and len(a.news()) == 0  # told once
     b.add_news(news)
     for i in range(6):
         assert b.take(BLOG + str(i)) == ""
@@ -35,20 +35,20 @@ def test_one_rank_tells_nobody():
     a = Budgets(0, 4)
     a.take(WWW)
     a.take(BLOG)
-    assert len(a.news(1)) == 0 and a.new == {}
+    assert len(a.news()) == 0 and a.new == {}
 
 
 def test_budgets_survive_a_checkpoint_with_the_same_or_another_p():
-    a = Budgets(2, 10)
+    a = Budgets(2, 10, ranks=2)
     for u in (WWW + "1", WWW + "2", BLOG + "1"):
         a.take(u)
     a.add_news(np.array([hash_of(a), 4]))  # another rank told 4 URLs of the domain
     state = a.snapshot()
-    same = Budgets(2, 10)
+    same = Budgets(2, 10, ranks=2)
     same.restore([state], lambda key: True)
     assert same.hosts == a.hosts and same.domains == a.domains and same.new == a.new
     assert same.take(WWW + "3") == "frontier/host_cap"
-    other = Budgets(2, 10)  # P changed: each new rank reads every old rank's state
+    other = Budgets(2, 10, ranks=3)  # P changed: each new rank reads every old rank's state
     other.restore([state, state], lambda key: key.startswith("blog."))
     assert other.hosts == {"blog.example.org:80": 1}
     assert other.domains[hash_of(a)] == 4 + 2 * 3 and other.new == {}
