@@ -68,6 +68,10 @@ class Settings:
     politeness_max_crawl_delay: float = _opt(30.0, "cap on a robots.txt Crawl-delay", "s")
     politeness_retries: int = _opt(2, "retries of a URL answered 429 or 503")
     politeness_max_backoff: float = _opt(300.0, "cap on Retry-After and backoff rests", "s")
+    politeness_host_connections: int = _opt(
+        1, "transfers at once to one unpaced host (--min-host-delay 0 --response-factor 0, "
+        "no Crawl-delay: servers of one's own), like Scrapy's CONCURRENT_REQUESTS_PER_DOMAIN; "
+        "a paced host always has one")
 
     robotstxt_ttl: float = _opt(86400.0, "keep a host's robots.txt this long, then refetch", "s")
     robotstxt_retries: int = _opt(3, "refetches of a robots.txt answered 5xx or not at all")
@@ -114,8 +118,9 @@ class Settings:
 
     def validate(self) -> Settings:
         """Check every value; raise :class:`SettingsError` naming the first bad one."""
-        positive = ("fetch_workers", "fetch_connect_timeout", "fetch_timeout", "fetch_max_bytes",
-                    "queue_batch", "queue_bucket", "queue_pending_max", "index_flush_pages",
+        positive = ("fetch_workers", "politeness_host_connections", "fetch_connect_timeout",
+                    "fetch_timeout", "fetch_max_bytes", "queue_batch", "queue_bucket",
+                    "queue_pending_max", "index_flush_pages",
                     "log_interval")
         non_negative = ("fetch_low_speed", "fetch_max_redirects", "politeness_min_host_delay",
                         "politeness_response_factor", "politeness_max_crawl_delay",
@@ -162,6 +167,7 @@ _TYPES = {f.name: f.type for f in fields(Settings)}
 _SHORT = {"fetch_workers": "workers", "fetch_allow_net": "allow-net",
           "politeness_response_factor": "response-factor",
           "politeness_min_host_delay": "min-host-delay",
+          "politeness_host_connections": "host-connections",
           "fetch_user_agent": "user-agent", "crawl_max_pages": "max-pages",
           "crawl_max_seconds": "max-seconds", "crawl_max_depth": "max-depth",
           "crawl_max_host_pages": "max-host-pages", "crawl_revisit_after": "revisit-after",

@@ -78,6 +78,29 @@ def test_one_request_per_host_at_a_time_in_order_with_the_delay(server):
         assert start - end >= 0.09  # the delay, measured at the server
 
 
+def most_at_once(spans):
+    """The most of the (start, end) spans that overlap at one moment."""
+    events = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans])
+    at_once = most = 0
+    for _, step in events:
+        at_once += step
+        most = max(most, at_once)
+    return most
+
+
+@pytest.mark.parametrize(("connections", "factor", "most"), [(3, 0.0, 3), (1, 0.0, 1),
+                                                              (3, 1.0, 1)])
+def test_host_connections_bound_an_unpaced_hosts_transfers(server, connections, factor, most):
+    # up to N transfers at once to an unpaced host, one to a paced host, whatever N
+    Handler.log.clear()
+    jobs = [FetchJob(0, i, f"{server}/slow{i}", "h") for i in range(9)]
+    results = fetch_all(jobs, fetch_workers=8, politeness_host_connections=connections,
+                        politeness_min_host_delay=0, politeness_response_factor=factor)
+    assert sorted(r.job.index for r in results) == list(range(9))
+    assert all(r.status == 200 for r in results)
+    assert most_at_once([(s, e) for _, s, e in Handler.log]) == most
+
+
 def test_different_hosts_run_concurrently(server):
     Handler.log.clear()
     jobs = [FetchJob(0, i, f"{server}/slow{i}", f"h{i}") for i in range(4)]

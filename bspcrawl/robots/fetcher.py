@@ -11,7 +11,11 @@ order), at most one of them is in transfer, and the next starts no earlier than 
 host's rest after the previous one ended (:meth:`Politeness.rest
 <bspcrawl.robots.politeness.Politeness.rest>`, the rule the frontier schedules by too). A
 host therefore never has two requests in flight from this rank, and hosts are rank-local
-(partition.py). Free transfers go to the hosts whose rest is over in the order of their
+(partition.py). The one exception is opt-in: with ``--host-connections N`` an *unpaced*
+host (no delay, no response factor: a server of one's own) may have up to N transfers at
+once, each started no earlier than the rest after the last one that ended (a 429's
+backoff still holds them all back); a paced host and a robots.txt fetch keep one. Free
+transfers go to the hosts whose rest is over in the order of their
 oldest job's schedule (the window commits schedules in order), and among hosts of one
 schedule to the one with the most jobs queued first, so that a big site is not starved by
 many small ones and left for the crawl's tail (longest-queue-first, a makespan heuristic).
@@ -192,6 +196,9 @@ class Fetcher:
         self._resting: list[tuple[float, int, str]] = []  # (not before, tie, host)
         self._ready: list[tuple[int, int, int, str]] = []  # (seq, -queued, tie, host)
         self._free_at: dict[str, float] = {}  # host -> monotonic time its next may start
+        self._busy: dict[str, int] = {}  # host -> its transfers in flight
+        self._listed: set[str] = set()  # hosts in _resting or _ready
+        self._connections = settings.politeness_host_connections
         self._tie = itertools.count()
         self.beat = time.monotonic()  # the fetcher thread's last loop: a hung thread stops
         self._wake_r, self._wake_w = socket.socketpair()  # submit() wakes the thread
@@ -239,13 +246,32 @@ class Fetcher:
         """Hand a result over and let the host's next job start after its rest."""
         host = res.job.host
         self._free_at[host] = res.ended + self.politeness.rest(res)
-        q = self._queues[host]
-        q.popleft()
-        if q:
-            heapq.heappush(self._resting, (self._free_at[host], next(self._tie), host))
-        else:
-            del self._queues[host]
+        self._busy[host] -= 1
+        if not self._busy[host]:
+            del self._busy[host]
+        self._list(host)
         self._results.put(res)
+
+    def _room(self, host: str) -> bool:
+        """May another of the host's queued jobs start (its rest aside)?"""
+        busy = self._busy.get(host, 0)
+        if not busy:
+            return True
+        job = self._queues[host][0]
+        return (busy < self._connections and not job.robotstxt and job.delay <= 0
+                and not self.politeness.paced)
+
+    def _list(self, host: str) -> None:
+        """Put the host on the resting heap if a queued job of its may start; forget a
+        host with nothing queued nor in flight."""
+        q = self._queues.get(host)
+        if not q:
+            if host in self._queues and host not in self._busy:
+                del self._queues[host]
+            return
+        if host not in self._listed and self._room(host):
+            self._listed.add(host)
+            heapq.heappush(self._resting, (self._free_at.get(host, 0.0), next(self._tie), host))
 
     def _run(self) -> None:
         multi = pycurl.CurlMulti()
@@ -261,11 +287,8 @@ class Fetcher:
                     job = self._inbox.get_nowait()
                 except queue.Empty:
                     break
-                q = queues.setdefault(job.host, deque())
-                q.append(job)
-                if len(q) == 1:  # the host is neither fetching nor waiting to
-                    heapq.heappush(resting, (self._free_at.get(job.host, 0.0),
-                                             next(self._tie), job.host))
+                queues.setdefault(job.host, deque()).append(job)
+                self._list(job.host)
             now = time.monotonic()
             while resting and resting[0][0] <= now:
                 host = heapq.heappop(resting)[2]
@@ -273,7 +296,10 @@ class Fetcher:
                 heapq.heappush(ready, (q[0].seq, -len(q), next(self._tie), host))
             while ready and idle:
                 host = heapq.heappop(ready)[3]
-                job = queues[host][0]
+                self._listed.discard(host)
+                job = queues[host].popleft()
+                self._busy[host] = self._busy.get(host, 0) + 1
+                self._list(host)
                 tr = idle[-1]
                 try:
                     tr.start(job)
