@@ -173,6 +173,8 @@ def _crawl(args: argparse.Namespace, out: Path,
 
     from bspcrawl import checkpoint
     from bspcrawl.bsp import barrier
+    from bspcrawl.index.archive import WARC_DIR
+    from bspcrawl.index.cdxj import merge as merge_cdxj
     from bspcrawl.index.output import join
     from bspcrawl.progress import Progress
     from bspcrawl.superstep import Crawl, Resume
@@ -205,6 +207,8 @@ def _crawl(args: argparse.Namespace, out: Path,
                        "wall_s": outcome.wall_s, "stopped": outcome.stopped,
                        "seeds": "\n".join(seeds)}
             path = join(out, comm.Get_size(), summary)
+            if (out / WARC_DIR).is_dir():
+                merge_cdxj(out)
             if progress:
                 progress.update(outcome.supersteps, {
                     "pages/committed": outcome.pages, "frontier/size": outcome.frontier,
@@ -242,12 +246,10 @@ def _abort_others(comm: MPI.Comm) -> None:
 def cmd_stop(args: argparse.Namespace) -> None:
     """``bspcrawl stop DIR``: ask a running crawl to stop at its next superstep (with a
     checkpoint, so that ``bspcrawl resume DIR`` continues it)."""
-    from bspcrawl.superstep import STOP_FILE
+    from bspcrawl.index.output import request_stop
 
     out = Path(args.dir)
-    if not (out / "segments").is_dir():
-        raise UsageError(f"{out} holds no running crawl")
-    (out / STOP_FILE).touch()
+    request_stop(out)
     print(f"bspcrawl: asked the crawl in {out} to stop", file=sys.stderr)
 
 

@@ -37,6 +37,7 @@ from bspcrawl.commit import Committer
 from bspcrawl.counters import Stats, synced
 from bspcrawl.frontier import Frontier
 from bspcrawl.index.archive import Archive, previous_hosts
+from bspcrawl.index.output import STOP_FILE
 from bspcrawl.index.store import RankStore
 from bspcrawl.index.window import Window
 from bspcrawl.messages import Link
@@ -55,7 +56,6 @@ from bspcrawl.scheduler import Scheduler
 from bspcrawl.settings import Settings
 from bspcrawl.urls import host_key
 
-STOP_FILE = "stop"  # ``bspcrawl stop DIR`` creates DIR/stop: the crawl stops soon after
 STOP_CHECK_S = 0.5  # seconds between looks for the stop file
 
 
