@@ -108,7 +108,7 @@ class BrowseApp:
         route, _, qs = target.partition("?")
         query = fields(qs)
         if route == "/":
-            return Response(body=pages.home(str(self.view.out), self.view.info))
+            return Response(body=pages.home(str(self.view.out), self.view.facts()))
         if route == "/search":
             q = query.get("q", "")
             return Response(body=pages.results(q, search(self.view, q)))

@@ -2,15 +2,14 @@
 
 Versions and the one nearest a moment come from :mod:`bspcrawl.index.inspect` (the HDF5
 history), bodies from :func:`bspcrawl.index.warc.read_response`, the catalogue of pages
-(for search) from the merged CDXJ index, the stats from ``/stats`` and the summary. Only
-files the crawl's own index names are ever opened: WARC files listed in ``/warc/files``
-or ``indexes/index.cdxj``, under the crawl directory (and, after a recrawl, the previous
-crawls' ``warc/`` it refers to).
+(for search) from ``/pages`` and the history, the stats from ``/stats`` and the summary. Only
+files the crawl's own index names are ever opened: WARC files listed in ``/warc/files``,
+under the crawl directory (and, after a recrawl, the previous crawls' ``warc/`` it refers
+to).
 """
 
 from __future__ import annotations
 
-import json
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,9 +18,8 @@ import numpy as np
 from selectolax.lexbor import LexborHTMLParser
 
 from bspcrawl.index import inspect
-from bspcrawl.index.archive import WARC_DIR
-from bspcrawl.index.cdxj import INDEXES_DIR, MERGED, timestamp14
-from bspcrawl.index.history import Version
+from bspcrawl.index.cdxj import bare_mime, timestamp14
+from bspcrawl.index.history import History, Version
 from bspcrawl.index.warc import read_response
 
 
@@ -93,34 +91,47 @@ class CrawlView:
             raise inspect.OutputError(f"cannot read that version: {e}") from None
 
     def catalogue(self) -> list[Page]:
-        """Every URL with a 2xx HTML capture, with the title of its newest one (read once,
-        on first use, from the CDXJ index and the WARC files)."""
+        """Every HTML page answered 2xx (or revalidated), with the title of its newest body
+        (read once, on first use, from ``/pages``, the history and the WARC files)."""
         with self._lock:
             if self._catalogue is None:
                 self._catalogue = self._read_catalogue()
             return self._catalogue
 
     def _read_catalogue(self) -> list[Page]:
-        index = self.out / INDEXES_DIR / MERGED
-        if not index.exists():
-            return []
-        newest: dict[str, tuple[str, dict]] = {}
-        with open(index, encoding="utf-8") as fh:
-            for line in fh:
-                _, ts, data = line.split(" ", 2)
-                entry = json.loads(data)
-                html = entry.get("mime") == "text/html" and entry["status"].startswith("2")
-                if html and ts >= newest.get(entry["url"], ("",))[0]:
-                    newest[entry["url"]] = (ts, entry)
+        newest: dict[str, tuple[int, int, float]] = {}  # url -> (rank, url_fp, time)
+        with inspect.open_crawl(self.out) as f:
+            p = f["pages"]
+            status, mime = p["status"][:], p["content_type"].asstr()[:]
+            ok = ((status >= 200) & (status < 300)) | (p["revisit"][:] > 0)
+            urls, rank, fp = p["url"].asstr()[:], p["rank"][:], p["url_fp"][:]
+            fetched = p["fetch_time"][:]
+            for i in np.flatnonzero(ok).tolist():
+                if bare_mime(mime[i]).lower() == "text/html":
+                    newest[urls[i]] = (int(rank[i]), int(fp[i]), float(fetched[i]))
+            ranks = {}
+            for r in {rank for rank, _, _ in newest.values()}:
+                g = f[f"ranks/{r:04d}"]
+                ranks[r] = (History.load(g["history"]), g["warc/files"].asstr()[:].tolist())
         pages = []
-        for url, (ts, entry) in sorted(newest.items()):
+        for url, (r, fp, t) in sorted(newest.items()):
+            history, files = ranks[r]
+            v = history.original(fp)
+            if v is None:
+                continue
             try:
-                _, body = read_response(self.out / WARC_DIR / entry["filename"],
-                                        int(entry["offset"]))
+                _, body = read_response(self.out / files[v.warc_file], v.warc_offset)
             except (OSError, ValueError):
                 continue
-            pages.append(Page(url, title_of(body), ts))
+            pages.append(Page(url, title_of(body), timestamp14(t)))
         return pages
+
+    def facts(self) -> dict[str, object]:
+        """The summary's numbers worth a glance (``bspcrawl inspect`` has them all)."""
+        return {k: self.info[k] for k in (
+            "ranks", "supersteps", "pages_fetched", "pages_ok", "redirects", "urls_seen",
+            "bytes", "not_modified", "fetches_saved", "bytes_saved", "wall_s",
+            "pages_per_s", "stopped")}
 
     def stats(self) -> StatsData:
         """The summary and the per-superstep series of ``/stats`` (summed over ranks)."""
@@ -135,10 +146,7 @@ class CrawlView:
             (np.add if how == "sum" else np.maximum).at(out, at, rows[column])
             return out.tolist()
 
-        facts = {k: info[k] for k in ("ranks", "supersteps", "pages_fetched", "pages_ok",
-                                      "urls_seen", "bytes", "not_modified", "fetches_saved",
-                                      "bytes_saved", "wall_s", "pages_per_s", "stopped")}
-        return StatsData(facts, per_step("time/elapsed", "max"), per_step("pages/committed"),
+        return StatsData(self.facts(), per_step("time/elapsed", "max"), per_step("pages/committed"),
                          per_step("frontier/size"), info["errors"], info["pages_per_rank"])
 
 
