@@ -154,12 +154,12 @@ class Archive:
     def _index(self, result: FetchResult, archived: Archived) -> None:
         """The CDXJ line of the response or revisit record just written."""
         at = archived.record
-        empty = archived.revisit and result.status == 304  # a 304 revisit has no payload
         self.cdxj.add(warc_name(self.rank, at.file), result.job.url, result.started,
                       status=result.status, offset=at.offset, length=at.length,
                       mime=REVISIT_MIME if archived.revisit else bare_mime(
                           result.headers.get("content-type", "")),
-                      digest=warc_digest(b"" if empty else result.body))
+                      digest="" if archived.revisit and result.status == 304  # no payload
+                      else warc_digest(result.body))
 
     def _original(self, fp: int) -> Version | None:
         self.flush()

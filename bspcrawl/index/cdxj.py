@@ -3,8 +3,8 @@
 A CDXJ line is ``SURT-KEY TIMESTAMP14 {json}``, sorted as text; the JSON holds pywb's
 field names, every value a string as ``cdxj-indexer`` writes them: ``url``, ``mime``
 (the Content-Type without parameters; ``warc/revisit`` for a revisit record), ``status``,
-``digest`` (the WARC-Payload-Digest, ``sha1:`` base32; for a 304 revisit that of its
-empty payload), ``length`` and ``offset`` (of the record's gzip member) and ``filename``
+``digest`` (the WARC-Payload-Digest, ``sha1:`` base32; none for a 304 revisit, which
+has no payload), ``length`` and ``offset`` (of the record's gzip member) and ``filename``
 (the WARC file's name). Response and revisit records are indexed, not requests nor
 warcinfo, as ``cdxj-indexer`` does by default; keys are ``surt.surt``'s (the Internet
 Archive's canonicalisation).
@@ -31,8 +31,6 @@ from pathlib import Path
 import surt
 from warcio.archiveiterator import ArchiveIterator
 from warcio.timeutils import iso_date_to_timestamp
-
-from bspcrawl.index.warc import warc_digest
 
 INDEXES_DIR = "indexes"
 MERGED = "index.cdxj"
@@ -68,6 +66,13 @@ def part_name(warc_file: str) -> str:
     return warc_file.removesuffix(".warc.gz") + ".cdxj"
 
 
+def _fields(url: str, mime: str, status: str, digest: str, length: int, offset: int,
+            filename: str) -> dict[str, str]:
+    fields = {"url": url, "mime": mime, "status": status, "digest": digest,
+              "length": str(length), "offset": str(offset), "filename": filename}
+    return {k: v for k, v in fields.items() if v}
+
+
 def _write_lines(path: Path, lines: list[str]) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text("".join(f"{x}\n" for x in lines), encoding="utf-8")
@@ -85,15 +90,13 @@ class CdxjWriter:
 
     def add(self, warc_file: str, url: str, t: float, *, status: int, mime: str,
             digest: str, offset: int, length: int) -> None:
-        """One record of ``warc_file`` (its name) written at ``offset``, ``length`` bytes."""
+        """One record of ``warc_file`` (its name) written at ``offset``, ``length`` bytes
+        (an empty ``mime`` or ``digest`` is left out, as cdxj-indexer does)."""
         if warc_file != self._file:
             self.flush()
             self._file = warc_file
-        fields = {"url": url, "mime": mime, "status": str(status), "digest": digest,
-                  "length": str(length), "offset": str(offset), "filename": warc_file}
-        if not mime:
-            del fields["mime"]
-        self._lines.append(line(url, timestamp14(t), fields))
+        self._lines.append(line(url, timestamp14(t), _fields(
+            url, mime, str(status), digest, length, offset, warc_file)))
 
     def flush(self) -> None:
         """Write the collected lines of the current file (its WARC file is finished)."""
@@ -113,22 +116,16 @@ def index_warc(path: Path) -> list[str]:
                 continue
             head = record.rec_headers
             http = record.http_headers
-            payload = record.content_stream().read()
             if record.rec_type == "revisit":
                 mime = REVISIT_MIME
             else:
                 mime = bare_mime(http.get_header("Content-Type", "")) if http else ""
-            digest = head.get_header("WARC-Payload-Digest") or warc_digest(payload)
             it.read_to_end(record)
-            fields = {"url": head.get_header("WARC-Target-URI"), "mime": mime,
-                      "status": http.get_statuscode() if http else "-", "digest": digest,
-                      "length": str(it.get_record_length()),
-                      "offset": str(it.get_record_offset()),
-                      "filename": path.name}
-            if not mime:
-                del fields["mime"]
-            lines.append(line(fields["url"], iso_date_to_timestamp(
-                head.get_header("WARC-Date")), fields))
+            url = head.get_header("WARC-Target-URI")
+            lines.append(line(url, iso_date_to_timestamp(head.get_header("WARC-Date")), _fields(
+                url, mime, http.get_statuscode() if http else "-",
+                head.get_header("WARC-Payload-Digest") or "", it.get_record_length(),
+                it.get_record_offset(), path.name)))
     return sorted(lines)
 
 
