@@ -81,7 +81,7 @@ def test_versions_diff_search_and_stats(app):
     status, _, page = get(f"{base}/diff?url={url}&a={a}&b={b}")
     assert status == 200 and ('class="add"' in page or 'class="del"' in page)
     status, _, page = get(f"{base}/search?q=hostile")
-    assert status == 200 and f'href="/web/' in page and history.hostile_url in page
+    assert status == 200 and 'href="/web/' in page and history.hostile_url in page
     assert "1 result<" in page
     status, _, page = get(f"{base}/stats")
     assert status == 200 and page.count('<svg class="chart"') == 4
