@@ -17,6 +17,7 @@ import pytest
 from bspcrawl.index import cdxj, inspect
 from bspcrawl.index.output import OutputError, prepare
 from tests.archives import crawl_with_history
+from tests.crawling import crawl, serve
 
 BIN = Path(sys.executable).parent
 
@@ -44,6 +45,16 @@ def test_cdxj_index_agrees_with_cdxj_indexer_on_every_line(history):
         assert all(len(ts) == 14 and {"offset", "length", "filename"} <= set(d)
                    for _, ts, d in parsed)
     assert any(d["mime"] == "warc/revisit" for _, _, d in parsed)
+
+
+def test_every_rank_indexes_its_own_files_and_rank_0_merges_them(tmp_path):
+    with serve(60, 4) as web:
+        done = crawl(2, web.seeds(), tmp_path / "p2")
+        assert done.returncode == 0, done.stderr
+    out = tmp_path / "p2"
+    parts = sorted(p.name for p in (out / "indexes").glob("rank-*.cdxj"))
+    assert parts == ["rank-0000-00000.cdxj", "rank-0001-00000.cdxj"]
+    assert (out / "indexes" / "index.cdxj").read_text().splitlines() == indexer(out)
 
 
 def test_a_warc_file_without_its_part_is_indexed_from_its_records(history, tmp_path):
