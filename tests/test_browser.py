@@ -66,8 +66,8 @@ def page(browser):
     context.close()
 
 
-def shot(page, name: str) -> None:
-    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=True)
+def shot(page, name: str, full_page: bool = True) -> None:
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"), full_page=full_page)
 
 
 def test_search_open_and_follow_three_links_at_the_same_moment(site, page):
@@ -110,7 +110,7 @@ def test_version_list_and_diff(site, page):
     page.click("form[action='/diff'] button")
     page.wait_for_url(re.compile(r"/diff\?"))
     assert page.locator("pre.diff span.add, pre.diff span.del").count() > 0
-    shot(page, "diff")
+    shot(page, "diff", full_page=False)
 
 
 def test_stats_page_draws_its_charts(site, page):

@@ -77,8 +77,9 @@ class CrawlView:
 
     @staticmethod
     def nearest(captures: list[Capture], t: float) -> Capture | None:
-        """The capture nearest to ``t`` (a tie goes to the earlier one)."""
-        return min(captures, key=lambda c: (abs(c.time - t), c.time), default=None)
+        """The capture nearest to ``t`` (a tie goes to the earlier one: ``inspect``'s)."""
+        pick = inspect.nearest([(c.version, c.path) for c in captures], t)
+        return None if pick is None else next(c for c in captures if c.version is pick[0])
 
     @staticmethod
     def content(capture: Capture) -> tuple[dict[str, str], bytes]:
