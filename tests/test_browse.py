@@ -111,7 +111,9 @@ def test_rewriting_removes_everything_active():
         b'<base href="http://b.org/d/"><script>x()</script><a href="p" onclick="x()">p</a>'
         b'<img src="//cdn.org/i.png" srcset="a 2x"><iframe src="http://e.org/"></iframe>'
         b'<a href="javascript:x()">j</a><a href="#top">t</a><link rel=stylesheet href=s.css>'
-        b'<meta http-equiv="refresh" content="0;url=http://e.org/">', "http://a.org/", "2024")
+        b'<meta http-equiv="refresh" content="0;url=http://e.org/">'
+        b'<svg><image xlink:href="http://e.org/i.svg"/></svg>', "http://a.org/", "2024")
+    assert 'xlink:href="/web/2024if_/http://e.org/i.svg"' in html
     assert '<a href="/web/2024/http://b.org/d/p" target="_top">' in html
     assert 'src="/web/2024if_/http://cdn.org/i.png"' in html
     assert 'href="/web/2024if_/http://b.org/d/s.css"' in html and 'href="#top"' in html

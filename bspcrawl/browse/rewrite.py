@@ -7,7 +7,7 @@ Archived pages are hostile content. :func:`rewrite_html` parses a page with sele
   ``/web/{ts}/{absolute url}`` with ``target="_top"``, so following a link opens the
   version nearest the same moment, with its banner;
 * points every resource a page loads (``src``, ``<link href>``, ``poster``, ``data``,
-  ``background``) at ``/web/{ts}if_/{absolute url}``, the archived bytes;
+  ``background``, SVG's ``xlink:href``) at ``/web/{ts}if_/{absolute url}``, the archived bytes;
 * drops what runs or loads on its own: ``<script>``, ``<base>``, ``<meta http-equiv>``,
   frames, objects and embeds, ``on*`` handler attributes, ``srcset`` and ``ping``, and
   every URL that is not http(s) (``javascript:``...) except in-page ``#fragments``.
@@ -20,7 +20,7 @@ misses something.
 
 from __future__ import annotations
 
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from bspcrawl.urls import resolve
 
@@ -46,30 +46,31 @@ def rewrite_html(html: bytes | str, page_url: str, ts: str) -> str:
     for node in tree.css(DROPPED_TAGS):
         node.decompose()
     for node in tree.css("*"):
-        attrs = node.attrs
         for name in [n for n in node.attributes if n.lower().startswith("on")
                      or n.lower() in DROPPED_ATTRS]:
-            del attrs[name]
+            del node.attrs[name]
         nav = NAVIGATION.get(node.tag)
-        if nav and nav in node.attributes and _point(attrs, nav, base, ts, raw=False):
-            attrs["target"] = "_top"
+        if nav and nav in node.attributes and _point(node, nav, base, ts, raw=False):
+            node.attrs["target"] = "_top"
         if node.tag == "link" and "href" in node.attributes:
-            _point(attrs, "href", base, ts, raw=True)
+            _point(node, "href", base, ts, raw=True)
+        if "xlink:href" in node.attributes:  # SVG: a link, or an image
+            _point(node, "xlink:href", base, ts, raw=node.tag != "a")
         for name in RESOURCE_ATTRS:
             if name in node.attributes:
-                _point(attrs, name, base, ts, raw=True)
+                _point(node, name, base, ts, raw=True)
     return tree.html or ""
 
 
-def _point(attrs: object, name: str, base: str, ts: str, raw: bool) -> bool:
-    """Set attribute ``name`` to its archive path (True), or drop it (not http(s)); keep
-    an in-page ``#fragment`` as it is."""
-    value = (attrs[name] or "").strip()  # type: ignore[index]
+def _point(node: LexborNode, name: str, base: str, ts: str, raw: bool) -> bool:
+    """Set attribute ``name`` of ``node`` to its archive path (True), or drop it (not
+    http(s)); keep an in-page ``#fragment`` as it is."""
+    value = (node.attributes.get(name) or "").strip()
     if value.startswith("#"):
         return False
     target = resolve(value, base)
     if target is None:
-        del attrs[name]  # type: ignore[attr-defined]
+        del node.attrs[name]
         return False
-    attrs[name] = archive_url(ts, target, raw)  # type: ignore[index]
+    node.attrs[name] = archive_url(ts, target, raw)
     return True
