@@ -1,5 +1,5 @@
-"""The ``bspcrawl`` command: run, resume, stop, inspect, testweb (serve, truth, seeds,
-hostile) and demo.
+"""The ``bspcrawl`` command: run, resume, stop, inspect, serve, export, testweb (serve,
+truth, seeds, hostile) and demo.
 
 Mistakes in use (a bad option, a missing or malformed seed file, an output directory that
 holds something else) end with one line ``bspcrawl: error: ...`` on stderr and exit code 2,
@@ -27,6 +27,8 @@ from bspcrawl.settings import Settings
 
 if TYPE_CHECKING:
     from mpi4py import MPI
+
+    from bspcrawl.browse.status import StatusBoard
 
 EXIT_USAGE = 2
 EXIT_DISK_FULL = 3  # no space left: the crawl stopped at its last checkpoint, resumable
@@ -173,15 +175,19 @@ def _crawl(args: argparse.Namespace, out: Path,
 
     from bspcrawl import checkpoint
     from bspcrawl.bsp import barrier
+    from bspcrawl.index.archive import WARC_DIR
+    from bspcrawl.index.cdxj import merge as merge_cdxj
     from bspcrawl.index.output import join
     from bspcrawl.progress import Progress
     from bspcrawl.superstep import Crawl, Resume
 
     comm = MPI.COMM_WORLD
-    error, plan = None, None
+    error, plan, status = None, None, None
     if comm.Get_rank() == 0:
         try:
             plan = setup()
+            if plan[0].status_port:
+                status = _status_board(out, plan[0])
         except (UsageError, OutputError, checkpoint.CheckpointError,
                 settings_mod.SettingsError) as e:
             error = str(e)
@@ -198,13 +204,15 @@ def _crawl(args: argparse.Namespace, out: Path,
                       for r in range(ranks)]
             resume = Resume(superstep, states)
         progress = Progress(args.progress, s.log_interval) if comm.Get_rank() == 0 else None
-        outcome = Crawl(comm, s, out, seeds, progress, resume).run()
+        outcome = Crawl(comm, s, out, seeds, progress, resume, status).run()
         barrier(comm)
         if comm.Get_rank() == 0:
             summary = {"supersteps": outcome.supersteps, "urls_seen": outcome.seen,
                        "wall_s": outcome.wall_s, "stopped": outcome.stopped,
                        "seeds": "\n".join(seeds)}
             path = join(out, comm.Get_size(), summary)
+            if (out / WARC_DIR).is_dir():
+                merge_cdxj(out)
             if progress:
                 progress.update(outcome.supersteps, {
                     "pages/committed": outcome.pages, "frontier/size": outcome.frontier,
@@ -227,6 +235,18 @@ def _crawl(args: argparse.Namespace, out: Path,
     except Exception:
         _abort_others(comm)
         raise
+    finally:
+        if status is not None:
+            status.close()
+
+
+def _status_board(out: Path, s: Settings) -> StatusBoard:
+    """Start the live status page of ``--status-port`` (rank 0) and say where it is."""
+    from bspcrawl.browse.status import StatusBoard
+
+    board = StatusBoard(out, s.status_host, s.status_port)
+    note(f"live status page at {board.url}")
+    return board
 
 
 def _abort_others(comm: MPI.Comm) -> None:
@@ -242,12 +262,10 @@ def _abort_others(comm: MPI.Comm) -> None:
 def cmd_stop(args: argparse.Namespace) -> None:
     """``bspcrawl stop DIR``: ask a running crawl to stop at its next superstep (with a
     checkpoint, so that ``bspcrawl resume DIR`` continues it)."""
-    from bspcrawl.superstep import STOP_FILE
+    from bspcrawl.index.output import request_stop
 
     out = Path(args.dir)
-    if not (out / "segments").is_dir():
-        raise UsageError(f"{out} holds no running crawl")
-    (out / STOP_FILE).touch()
+    request_stop(out)
     print(f"bspcrawl: asked the crawl in {out} to stop", file=sys.stderr)
 
 
@@ -314,6 +332,32 @@ def _inspect_versions(out: Path, url: str, at: str | None, print_body: bool) -> 
             print(when)
             month = when
         print("  " + inspect.format_version(version, path, out))
+
+
+def cmd_serve(args: argparse.Namespace) -> None:
+    """``bspcrawl serve DIR``: browse a finished crawl in a local web app (read-only)."""
+    from bspcrawl.browse.server import BrowseApp, make_server
+    from bspcrawl.browse.view import CrawlView
+
+    view = CrawlView(Path(args.dir))
+    server = make_server(BrowseApp(view), args.host, args.port)
+    host, port = server.server_address[:2]
+    print(f"bspcrawl: serving {args.dir} at http://{host}:{port}/ (Ctrl-C stops)",
+          file=sys.stderr, flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+
+
+def cmd_export(args: argparse.Namespace) -> None:
+    """``bspcrawl export DIR --wacz FILE``: package the crawl as a WACZ file."""
+    from bspcrawl.wacz import export
+
+    path = export(Path(args.dir), Path(args.wacz))
+    print(f"bspcrawl: wrote {path}", file=sys.stderr)
 
 
 def _mpiexec() -> str:
@@ -395,6 +439,19 @@ def build_parser() -> argparse.ArgumentParser:
     ins.add_argument("--at", metavar="TIME", help="with --history or --body: the version "
                      "nearest to TIME (@UNIX_SECONDS, YYYYMMDDhhmmss or ISO 8601, UTC)")
     ins.set_defaults(func=cmd_inspect)
+
+    srv = sub.add_parser("serve", help="browse a finished crawl in a local web app: cached "
+                         "pages by date, versions, diffs, search, stats")
+    srv.add_argument("dir", help="the crawl's output directory")
+    srv.add_argument("--host", default="127.0.0.1",
+                     help="address to listen on (default: 127.0.0.1, this machine only)")
+    srv.add_argument("--port", type=int, default=8080, help="port (default: 8080; 0: any)")
+    srv.set_defaults(func=cmd_serve)
+
+    exp = sub.add_parser("export", help="package a finished crawl (WARC, CDXJ, pages) as WACZ")
+    exp.add_argument("dir", help="the crawl's output directory")
+    exp.add_argument("--wacz", required=True, metavar="FILE", help="the WACZ file to write")
+    exp.set_defaults(func=cmd_export)
 
     tw = sub.add_parser("testweb", help="the deterministic local web (serve, truth, seeds), "
                         "and the fuzzer's hostile web (hostile)")

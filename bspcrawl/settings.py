@@ -115,6 +115,10 @@ class Settings:
     checkpoint_every: int = _opt(1000, "checkpoint every this many supersteps (0: only when "
                                  "the crawl stops)")
     log_interval: float = _opt(2.0, "seconds between progress lines", "s")
+    status_port: int = _opt(0, "serve a live status page (counters, charts, a stop button) "
+                            "on this port, from rank 0 (0: none)")
+    status_host: str = _opt("127.0.0.1", "the address the live status page listens on "
+                            "(loopback unless you mean to open it)")
 
     def validate(self) -> Settings:
         """Check every value; raise :class:`SettingsError` naming the first bad one."""
@@ -149,6 +153,8 @@ class Settings:
                 re.compile(regex)
             except re.error as e:
                 raise SettingsError(f"{name}: bad regular expression {regex!r}: {e}") from None
+        if not 0 <= self.status_port <= 65535:
+            raise SettingsError(f"--status-port must be 0..65535, got {self.status_port}")
         if self.url_max_length < 16:
             raise SettingsError(f"--url-max-length must be >= 16, got {self.url_max_length}")
         return self

@@ -28,6 +28,7 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 from mpi4py import MPI
@@ -37,6 +38,7 @@ from bspcrawl.commit import Committer
 from bspcrawl.counters import Stats, synced
 from bspcrawl.frontier import Frontier
 from bspcrawl.index.archive import Archive, previous_hosts
+from bspcrawl.index.output import STOP_FILE
 from bspcrawl.index.store import RankStore
 from bspcrawl.index.window import Window
 from bspcrawl.messages import Link
@@ -55,8 +57,13 @@ from bspcrawl.scheduler import Scheduler
 from bspcrawl.settings import Settings
 from bspcrawl.urls import host_key
 
-STOP_FILE = "stop"  # ``bspcrawl stop DIR`` creates DIR/stop: the crawl stops soon after
 STOP_CHECK_S = 0.5  # seconds between looks for the stop file
+
+
+class Board(Protocol):
+    """What the loop hands the global counters of each superstep to (the status page)."""
+
+    def update(self, superstep: int, g: dict[str, int]) -> None: ...
 
 
 @dataclass
@@ -96,9 +103,11 @@ class Crawl:
     """One rank's crawl: frontier, scheduler, index and the superstep loop."""
 
     def __init__(self, comm: MPI.Comm, settings: Settings, out: Path, seeds: list[str],
-                 progress: Progress | None = None, resume: Resume | None = None) -> None:
+                 progress: Progress | None = None, resume: Resume | None = None,
+                 status: Board | None = None) -> None:
         self.comm, self.rank, self.size = comm, comm.Get_rank(), comm.Get_size()
         self.settings, self.out, self.seeds, self.progress = settings, out, seeds, progress
+        self.status = status  # rank 0's live status page (browse/status.py), handed g
         self.stats = Stats()
         self.frontier = Frontier(settings, self.stats, ranks=self.size)
         self.window = Window(settings.fetch_workers)
@@ -147,6 +156,8 @@ class Crawl:
                 self.store.add_stats(self.stats.row(self.rank, k))
                 if self.progress:
                     self.progress.update(k, g)
+                if self.status:
+                    self.status.update(k, g)
                 stopping, stopped = self._decide(g, stopping)
                 if stopped or (s.checkpoint_every and k % s.checkpoint_every == 0):
                     self._checkpoint(k)

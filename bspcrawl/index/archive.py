@@ -48,9 +48,17 @@ from pathlib import Path
 import h5py
 import numpy as np
 
+from bspcrawl.index.cdxj import INDEXES_DIR, REVISIT_MIME, CdxjWriter, bare_mime
 from bspcrawl.index.history import FIELDS, History, Version
 from bspcrawl.index.validators import Validators, ValidatorStore, revalidate
-from bspcrawl.index.warc import WarcWriter, files_used, read_response, warc_name
+from bspcrawl.index.warc import (
+    Archived,
+    WarcWriter,
+    files_used,
+    read_response,
+    warc_digest,
+    warc_name,
+)
 from bspcrawl.messages import FRESH, NOT_MODIFIED, FetchJob, FetchResult
 
 WARC_DIR = "warc"
@@ -76,6 +84,7 @@ class Archive:
         self.history = History()
         self.files: list[str] = []
         self.writer = WarcWriter(out / WARC_DIR, rank) if warc else None
+        self.cdxj = CdxjWriter(out / INDEXES_DIR)  # the CDXJ lines of the file written
         self._rows: list[tuple] = []  # history rows not yet in a segment
         self._applied = 0  # how many of them are in the history already
         self._updates: list[tuple] = []  # validator rows not yet in the store nor a segment
@@ -85,6 +94,7 @@ class Archive:
         """Finish the WARC file being written."""
         if self.writer is not None:
             self.writer.close()
+            self.cdxj.flush()
 
     # ------------------------------------------------------------- the crawl
 
@@ -133,12 +143,23 @@ class Archive:
                 result, request_headers=result.job.headers, content_fp=content_fp,
                 original=self._original(fp) if self.revisits else None)
             if archived is not None:
+                self._index(result, archived)
                 b = archived.body  # a revisit's is the original's: a table index already
                 at = (b.file if archived.revisit else len(self.files) + b.file, b.offset,
                       b.length)
                 if 200 <= result.status < 300 or result.status == 304:
                     self._validate(result, fp, content_fp)
         self._rows.append((fp, result.started, result.status, content_fp, *at, host))
+
+    def _index(self, result: FetchResult, archived: Archived) -> None:
+        """The CDXJ line of the response or revisit record just written."""
+        at = archived.record
+        self.cdxj.add(warc_name(self.rank, at.file), result.job.url, result.started,
+                      status=result.status, offset=at.offset, length=at.length,
+                      mime=REVISIT_MIME if archived.revisit else bare_mime(
+                          result.headers.get("content-type", "")),
+                      digest="" if archived.revisit and result.status == 304  # no payload
+                      else warc_digest(result.body))
 
     def _original(self, fp: int) -> Version | None:
         self.flush()

@@ -1,8 +1,8 @@
 """The output directory: checked before a crawl, and joined into ``crawl.h5`` after it.
 
-A crawl owns exactly ``crawl.h5``, ``rank-NNNN.h5``, ``warc/``, ``segments/``,
-``checkpoint/`` (and a ``stop`` request, and the ``.tmp`` files of a crawl killed while
-writing) in its directory.
+A crawl owns exactly ``crawl.h5``, ``rank-NNNN.h5``, ``warc/``, ``indexes/`` (CDXJ),
+``segments/``, ``checkpoint/`` (and a ``stop`` request, and the ``.tmp`` files of a crawl
+killed while writing) in its directory.
 :func:`prepare` refuses a directory holding anything else, and refuses an earlier crawl's
 files unless ``overwrite`` is set, so a mistyped ``--out`` never destroys data.
 
@@ -30,8 +30,9 @@ from bspcrawl.counters import STATS_DTYPE
 from bspcrawl.index.store import PAGE_FIELDS, rank_path, write_atomically
 
 CRAWL_FILE = "crawl.h5"
+STOP_FILE = "stop"  # ``bspcrawl stop DIR`` creates DIR/stop: the crawl stops soon after
 # what a crawl leaves, a killed one's temporary files too
-_OURS = re.compile(r"(crawl|rank-\d{4})\.h5(\.tmp)?|segments|checkpoint|stop|warc"
+_OURS = re.compile(r"(crawl|rank-\d{4})\.h5(\.tmp)?|segments|checkpoint|stop|warc|indexes"
                    r"|\.bspcrawl-write-test")
 
 
@@ -62,6 +63,14 @@ def prepare(out: Path, overwrite: bool) -> None:
         probe.unlink()
     except OSError as e:
         raise OutputError(f"cannot write to output directory {out}: {e.strerror}") from None
+
+
+def request_stop(out: Path) -> None:
+    """Ask the crawl running in ``out`` to stop at its next superstep (``bspcrawl stop``,
+    the status page's button): create ``out/stop``; OutputError if none runs there."""
+    if not (out / "segments").is_dir():
+        raise OutputError(f"{out} holds no running crawl")
+    (out / STOP_FILE).touch()
 
 
 def join(out: Path, ranks: int, summary: dict) -> Path:

@@ -1,0 +1,149 @@
+"""CDXJ indexes of the WARC files: pywb's index format, written as the crawl goes.
+
+A CDXJ line is ``SURT-KEY TIMESTAMP14 {json}``, sorted as text; the JSON holds pywb's
+field names, every value a string as ``cdxj-indexer`` writes them: ``url``, ``mime``
+(the Content-Type without parameters; ``warc/revisit`` for a revisit record), ``status``,
+``digest`` (the WARC-Payload-Digest, ``sha1:`` base32; none for a 304 revisit, which
+has no payload), ``length`` and ``offset`` (of the record's gzip member) and ``filename``
+(the WARC file's name). Response and revisit records are indexed, not requests nor
+warcinfo, as ``cdxj-indexer`` does by default; keys are ``surt.surt``'s (the Internet
+Archive's canonicalisation).
+
+* :class:`CdxjWriter`, owned by :class:`~bspcrawl.index.archive.Archive`: one entry per
+  record the WARC writer reports written, from the location it returns; when the writer
+  moves to its next file (or closes), the finished file's entries are written, sorted, to
+  ``DIR/indexes/rank-RRRR-IIIII.cdxj``.
+* :func:`merge`, on rank 0 at the end of a crawl: every part merged (sorted runs) into
+  ``DIR/indexes/index.cdxj``. A WARC file without a part (one a killed writer left open,
+  finished on resume) is indexed by reading it back (:func:`index_warc`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import os
+import re
+from contextlib import ExitStack
+from datetime import UTC, datetime
+from pathlib import Path
+
+import surt
+from warcio.archiveiterator import ArchiveIterator
+from warcio.timeutils import iso_date_to_timestamp
+
+INDEXES_DIR = "indexes"
+MERGED = "index.cdxj"
+REVISIT_MIME = "warc/revisit"
+_MIME_END = re.compile(r"[;\s]")
+
+
+def url_key(url: str) -> str:
+    """The SURT key of ``url`` (``http://www.Example.com/a`` -> ``com,example)/a``)."""
+    try:
+        return surt.surt(url)
+    except (ValueError, TypeError, AttributeError):  # not a URL surt can read: as is
+        return url
+
+
+def timestamp14(t: float) -> str:
+    """``YYYYMMDDhhmmss`` (UTC) of Unix time ``t``: the seconds of the record's WARC-Date."""
+    return datetime.fromtimestamp(t, UTC).strftime("%Y%m%d%H%M%S")
+
+
+def bare_mime(content_type: str) -> str:
+    """A Content-Type without its parameters (``text/html; charset=x`` -> ``text/html``)."""
+    return _MIME_END.split(content_type.strip(), maxsplit=1)[0].strip()
+
+
+def line(url: str, timestamp: str, fields: dict[str, str]) -> str:
+    """One CDXJ line (without its newline)."""
+    return f"{url_key(url)} {timestamp} {json.dumps(fields)}"
+
+
+def part_name(warc_file: str) -> str:
+    """The index part of a WARC file: ``rank-0000-00001.warc.gz`` -> ``...00001.cdxj``."""
+    return warc_file.removesuffix(".warc.gz") + ".cdxj"
+
+
+def _fields(url: str, mime: str, status: str, digest: str, length: int, offset: int,
+            filename: str) -> dict[str, str]:
+    fields = {"url": url, "mime": mime, "status": status, "digest": digest,
+              "length": str(length), "offset": str(offset), "filename": filename}
+    return {k: v for k, v in fields.items() if v}
+
+
+def _write_lines(path: Path, lines: list[str]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(f"{x}\n" for x in lines), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class CdxjWriter:
+    """Collects the CDXJ lines of the WARC file being written; writes them, sorted, to
+    ``folder/<part_name>`` when the next file begins or on :meth:`flush`."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._file = ""  # the WARC file whose lines are collected
+        self._lines: list[str] = []
+
+    def add(self, warc_file: str, url: str, t: float, *, status: int, mime: str,
+            digest: str, offset: int, length: int) -> None:
+        """One record of ``warc_file`` (its name) written at ``offset``, ``length`` bytes
+        (an empty ``mime`` or ``digest`` is left out, as cdxj-indexer does)."""
+        if warc_file != self._file:
+            self.flush()
+            self._file = warc_file
+        self._lines.append(line(url, timestamp14(t), _fields(
+            url, mime, str(status), digest, length, offset, warc_file)))
+
+    def flush(self) -> None:
+        """Write the collected lines of the current file (its WARC file is finished)."""
+        if self._lines:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            _write_lines(self.folder / part_name(self._file), sorted(self._lines))
+        self._lines = []
+
+
+def index_warc(path: Path) -> list[str]:
+    """The sorted CDXJ lines of a WARC file, read from it (response and revisit records)."""
+    lines = []
+    with open(path, "rb") as fh:
+        it = ArchiveIterator(fh)
+        for record in it:
+            if record.rec_type not in ("response", "revisit"):
+                continue
+            head = record.rec_headers
+            http = record.http_headers
+            if record.rec_type == "revisit":
+                mime = REVISIT_MIME
+            else:
+                mime = bare_mime(http.get_header("Content-Type", "")) if http else ""
+            it.read_to_end(record)
+            url = head.get_header("WARC-Target-URI")
+            lines.append(line(url, iso_date_to_timestamp(head.get_header("WARC-Date")), _fields(
+                url, mime, http.get_statuscode() if http else "-",
+                head.get_header("WARC-Payload-Digest") or "", it.get_record_length(),
+                it.get_record_offset(), path.name)))
+    return sorted(lines)
+
+
+def merge(out: Path, warc_dir: str = "warc") -> Path:
+    """Merge every WARC file's index part into ``out/indexes/index.cdxj`` (a file without
+    a part is indexed from its records first); returns its path."""
+    folder = out / INDEXES_DIR
+    folder.mkdir(exist_ok=True)
+    parts = []
+    for warc in sorted((out / warc_dir).glob("*.warc.gz")):
+        part = folder / part_name(warc.name)
+        if not part.exists():
+            _write_lines(part, index_warc(warc))
+        parts.append(part)
+    merged = folder / MERGED
+    tmp = merged.with_name(merged.name + ".tmp")
+    with ExitStack() as stack, open(tmp, "w", encoding="utf-8") as fh:
+        readers = [stack.enter_context(open(p, encoding="utf-8")) for p in parts]
+        fh.writelines(heapq.merge(*readers))
+    os.replace(tmp, merged)
+    return merged
