@@ -56,7 +56,6 @@ from bspcrawl.index.warc import (
     WarcWriter,
     files_used,
     read_response,
-    warc_digest,
     warc_name,
 )
 from bspcrawl.messages import FRESH, NOT_MODIFIED, FetchJob, FetchResult
@@ -158,8 +157,7 @@ class Archive:
                       status=result.status, offset=at.offset, length=at.length,
                       mime=REVISIT_MIME if archived.revisit else bare_mime(
                           result.headers.get("content-type", "")),
-                      digest="" if archived.revisit and result.status == 304  # no payload
-                      else warc_digest(result.body))
+                      digest=archived.digest)
 
     def _original(self, fp: int) -> Version | None:
         self.flush()

@@ -105,6 +105,7 @@ class Archived:
     request: Location  # the request record
     body: Location  # the response record holding the body (for a revisit: the original's)
     revisit: bool
+    digest: str = ""  # the record's WARC-Payload-Digest ('': none, a 304's revisit)
 
 
 def warc_name(rank: int, index: int) -> str:
@@ -265,19 +266,20 @@ class WarcWriter:
         http = http_response_headers(result.status, result.headers, len(body)).to_ascii_bytes()
         record_id = self._record_id()
         fields = [("WARC-Date", date), ("WARC-Record-ID", record_id)]
+        digest = "" if revisit and result.status == 304 else warc_digest(body)
         if revisit:
             assert original is not None
             fields += [("WARC-Profile", NOT_MODIFIED if result.status == 304 else IDENTICAL),
                        ("WARC-Refers-To-Target-URI", url),
                        ("WARC-Refers-To-Date", warc_date(original.time))]
-            if result.status != 304:
-                fields.append(("WARC-Payload-Digest", warc_digest(body)))
+            if digest:
+                fields.append(("WARC-Payload-Digest", digest))
             fields += [("WARC-Type", "revisit"), ("WARC-Target-URI", url),
                        ("WARC-Block-Digest", warc_digest(http)), ("Content-Type", _RESPONSE)]
             block = (http,)
         else:
             fields += [("WARC-Type", "response"), ("WARC-Target-URI", url),
-                       ("WARC-Payload-Digest", warc_digest(body)),
+                       ("WARC-Payload-Digest", digest),
                        ("WARC-Block-Digest", warc_digest(http, body)),
                        ("Content-Type", _RESPONSE)]
             if result.truncated:  # WARC 1.1 section 5.13: cut at the configured length
@@ -296,7 +298,7 @@ class WarcWriter:
         body_at = (Location(original.warc_file, original.warc_offset, original.warc_length)
                    if revisit and original is not None else at)
         return Archived(at, Location(self.index, start + len(members[0]), len(members[1])),
-                        body_at, revisit)
+                        body_at, revisit, digest)
 
     def sync(self) -> None:
         """Make every record written so far survive a machine crash (fsync)."""
