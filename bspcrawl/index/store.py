@@ -89,13 +89,15 @@ def segments(out: Path, rank: int) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def write_atomically(path: Path, fill: Callable[[h5py.File], None]) -> None:
+def write_atomically(path: Path, fill: Callable[[h5py.File], None], edit: bool = False) -> None:
     """Create the HDF5 file ``path`` through ``fill``: built in memory, then written to a
     temporary file, fsynced and renamed. HDF5 never writes to the disk itself: when a
     write of its fails (a full disk), HDF5 1.14 can crash as it closes the file (a
     segmentation fault, seen here under ``RLIMIT_FSIZE``), where Python's write raises one
-    OSError. A failed write leaves no temporary file."""
-    with h5py.File(path.name, "w", driver="core", backing_store=False) as f:
+    OSError. A failed write leaves no temporary file. ``edit``: ``fill`` changes the
+    existing file ``path`` (read into memory first) instead of an empty one."""
+    with h5py.File(path if edit else path.name, "r+" if edit else "w", driver="core",
+                   backing_store=False) as f:
         fill(f)
         f.flush()
         image = f.id.get_file_image()
