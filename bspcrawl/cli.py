@@ -288,11 +288,10 @@ def cmd_rank(args: argparse.Namespace) -> None:
                 "iterations": result.iterations, "residual": result.residual,
                 "pages": result.pages, "edges": result.edges, "dangling": result.dangling,
                 "ranks": comm.Get_size(), "computed": time.time()})
-            per_edge = result.iterate_s / max(result.edges * result.iterations, 1) * 1e9
             print(f"bspcrawl: PageRank of {result.pages} pages, {result.edges} edges "
                   f"({result.dangling} dangling): {result.iterations} iterations on "
                   f"{comm.Get_size()} ranks, L1 change {result.residual:.2e}; setup "
-                  f"{result.setup_s:.2f} s, {per_edge:.1f} ns per edge per iteration",
+                  f"{result.setup_s:.2f} s, {result.ns_per_edge:.1f} ns per edge per iteration",
                   file=sys.stderr)
             if result.residual >= args.tolerance:
                 note(f"stopped at --max-iterations {args.max_iterations} before the L1 "
