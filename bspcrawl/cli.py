@@ -323,6 +323,9 @@ def _inspect(args: argparse.Namespace, out: Path) -> None:
         for url, status in urls(out):
             print(f"{url}\t{status}")
         return
+    if args.duplicates:
+        _inspect_duplicates(out)
+        return
     info = summary(out)
     if args.json:
         print(json.dumps(info))
@@ -333,6 +336,22 @@ def _inspect(args: argparse.Namespace, out: Path) -> None:
         elif key == "counters":
             value = "".join(f"\n  {name:24} {n}" for name, n in value.items())
         print(f"{key:14} {value}")
+
+
+def _inspect_duplicates(out: Path) -> None:
+    """``inspect --duplicates``: one header line per cluster (exact or near, its size),
+    then its URLs indented, each with its content fingerprint."""
+    from bspcrawl.index.duplicates import listing
+
+    found = listing(out)
+    for cluster in found:
+        print(f"{'exact' if cluster.exact else 'near'}\t{len(cluster.rows)} pages")
+        for url, fp in zip(cluster.urls, cluster.content_fp.tolist(), strict=True):
+            print(f"  {url}\tcontent {fp:016x}")
+    exact = sum(c.exact for c in found)
+    print(f"bspcrawl: {len(found)} clusters of duplicates ({exact} exact, "
+          f"{len(found) - exact} near), {sum(len(c.rows) for c in found)} pages",
+          file=sys.stderr)
 
 
 def _inspect_versions(out: Path, url: str, at: str | None, print_body: bool) -> None:
@@ -442,6 +461,9 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--history", metavar="URL",
                       help="every fetched version of URL, by year and month")
     what.add_argument("--body", metavar="URL", help="the stored body of URL (newest version)")
+    what.add_argument("--duplicates", action="store_true",
+                      help="clusters of exact (same body) and near-duplicate (SimHash within "
+                      "3 bits) pages")
     ins.add_argument("--at", metavar="TIME", help="with --history or --body: the version "
                      "nearest to TIME (@UNIX_SECONDS, YYYYMMDDhhmmss or ISO 8601, UTC)")
     ins.set_defaults(func=cmd_inspect)

@@ -45,6 +45,7 @@ from bspcrawl import __version__
 from bspcrawl.counters import STATS_DTYPE
 from bspcrawl.index import archive as archive_mod
 from bspcrawl.index.archive import Archive
+from bspcrawl.index.simhash import simhash
 from bspcrawl.index.terms import TermCounts, term_hash
 from bspcrawl.messages import FetchResult
 
@@ -67,6 +68,8 @@ PAGES: tuple[tuple[str, np.dtype | type, str], ...] = (  # /pages/*: name, dtype
     ("revisit", np.uint8, "0 fetched; 1 304 Not Modified; 2 still fresh, not fetched "
      "(body restored from the archive)"),
     ("truncated", np.uint8, "1: the body is the first `--fetch-max-bytes` of a longer one"),
+    ("simhash", np.uint64, "64-bit SimHash of the page's indexed terms (0: none); within "
+     "3 bits = near-duplicate (`index/simhash.py`)"),
 )
 PAGE_FIELDS: dict[str, np.dtype | type] = {name: dtype for name, dtype, _ in PAGES}
 FORMAT = "bspcrawl-rank"
@@ -192,6 +195,7 @@ class RankStore:
         b["redirect"].append(redirect)
         b["revisit"].append(result.revisit)
         b["truncated"].append(result.truncated)
+        b["simhash"].append(simhash(terms))
         self.link_buffer.extend(link_fps)
         self.link_counts.append(len(link_fps))
         if len(terms):
