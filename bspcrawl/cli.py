@@ -335,6 +335,10 @@ def _inspect(args: argparse.Namespace, out: Path) -> None:
             value = "\n  ".join([""] + value)
         elif key == "counters":
             value = "".join(f"\n  {name:24} {n}" for name, n in value.items())
+        elif key == "pagerank":
+            value = (f"{value['iterations']} iterations on {value['ranks']} ranks, damping "
+                     f"{value['damping']}, L1 change {value['residual']:.1e}" if value
+                     else f"none yet ('bspcrawl rank {out}')")
         print(f"{key:14} {value}")
 
 

@@ -68,7 +68,7 @@ PAGES: tuple[tuple[str, np.dtype | type, str], ...] = (  # /pages/*: name, dtype
     ("revisit", np.uint8, "0 fetched; 1 304 Not Modified; 2 still fresh, not fetched "
      "(body restored from the archive)"),
     ("truncated", np.uint8, "1: the body is the first `--fetch-max-bytes` of a longer one"),
-    ("simhash", np.uint64, "64-bit SimHash of the page's indexed terms (0: none); within "
+    ("simhash", np.uint64, "64-bit SimHash of the word pairs of its indexed text (0: none); within "
      "3 bits = near-duplicate (`index/simhash.py`)"),
 )
 PAGE_FIELDS: dict[str, np.dtype | type] = {name: dtype for name, dtype, _ in PAGES}
