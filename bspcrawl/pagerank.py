@@ -210,10 +210,10 @@ class Iteration:
         self.recv_rows = rows - lo
         self.n = n
 
-    def step(self, x: np.ndarray, previous_change: float) -> tuple[np.ndarray, float, float]:
+    def step(self, x: np.ndarray, previous_change: float) -> tuple[np.ndarray, float]:
         """Send this block's contributions and sum the ones received; returns the next
-        block, the global dangling mass and the global L1 change of the previous step
-        (both from one ``Iallreduce``)."""
+        block and the global L1 change of the previous step (this block's is
+        ``previous_change``), summed in the ``Iallreduce`` that sums the dangling mass."""
         local = np.array([x[self.dangling].sum(), previous_change])
         total = np.empty(2)
         request = self.comm.Iallreduce(local, total, MPI.SUM)
@@ -223,7 +223,7 @@ class Iteration:
         wait([request])
         received = np.bincount(self.recv_rows, weights=got, minlength=self.n)
         teleport = (self.damping * total[0] + 1.0 - self.damping) / self.n_total
-        return self.damping * received + teleport, float(total[0]), float(total[1])
+        return self.damping * received + teleport, float(total[1])
 
 
 def pagerank(comm: MPI.Comm, sizes: list[int], read: Callable[[int, int], Graph],
@@ -246,7 +246,7 @@ def pagerank(comm: MPI.Comm, sizes: list[int], read: Callable[[int, int], Graph]
     x = np.full(it.n, 1.0 / max(n_total, 1))
     change, iterations = np.inf, 0
     while n_total:
-        new, _, previous = it.step(x, change)
+        new, previous = it.step(x, change)
         if previous < tolerance or iterations == max_iterations:
             change = previous
             break

@@ -74,7 +74,8 @@ def join(out: Path, ranks: int, summary: dict) -> Path:
     try:
         sizes = [f["pages/url"].shape[0] for f in files]
         stat_sizes = [f["stats"].shape[0] for f in files]
-        ranked = all("rank/pagerank" in f for f in files)
+        ranked = (all("rank/pagerank" in f for f in files)  # and of one run of rank
+                  and len({float(f["rank"].attrs["computed"]) for f in files}) == 1)
         rank_attrs = dict(files[0]["rank"].attrs) if ranked and files else {}
     finally:
         for f in files:
