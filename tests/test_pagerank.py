@@ -1,6 +1,8 @@
 """PageRank (``bspcrawl rank``) on one rank: the graph it builds, the vector against an
 exact scipy solution, what it writes, and its errors (tests/mpi/ runs it on P ranks)."""
 
+import json
+
 import h5py
 import numpy as np
 import pytest
@@ -46,6 +48,7 @@ def test_damping_and_max_iterations_are_honoured(tmp_path):
 
 def test_cli_writes_the_vector_into_every_rank_file_and_crawl_h5(tmp_path):
     write_crawl(tmp_path, [70, 30, 0])
+    assert json.loads(bspcrawl("inspect", str(tmp_path), "--json").stdout)["pagerank"] is None
     res = bspcrawl("rank", str(tmp_path))
     assert res.returncode == 0, res.stderr
     assert "PageRank of 100 pages" in res.stderr and "ns per edge per iteration" in res.stderr
@@ -56,6 +59,9 @@ def test_cli_writes_the_vector_into_every_rank_file_and_crawl_h5(tmp_path):
         assert attrs["damping"] == 0.85 and attrs["ranks"] == 1 and attrs["pages"] == 100
         assert attrs["residual"] < attrs["tolerance"] and attrs["iterations"] > 0
         assert f.attrs["stopped"] == "done"  # the crawl's summary is kept
+        iterations = int(attrs["iterations"])
+    assert json.loads(bspcrawl("inspect", str(tmp_path), "--json").stdout)["pagerank"][
+        "iterations"] == iterations
     with h5py.File(tmp_path / "rank-0001.h5") as f:
         assert np.abs(f["rank/pagerank"][:] - expected[70:]).max() < 1e-9
         assert f["pages/url"].shape == (30,)  # the rest of the file is as it was
