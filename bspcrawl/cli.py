@@ -1,5 +1,5 @@
-"""The ``bspcrawl`` command: run, resume, stop, inspect, serve, export, testweb (serve,
-truth, seeds, hostile) and demo.
+"""The ``bspcrawl`` command: run, resume, stop, rank, inspect, serve, export, testweb
+(serve, truth, seeds, hostile) and demo.
 
 Mistakes in use (a bad option, a missing or malformed seed file, an output directory that
 holds something else) end with one line ``bspcrawl: error: ...`` on stderr and exit code 2,
@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
@@ -269,6 +270,55 @@ def cmd_stop(args: argparse.Namespace) -> None:
     print(f"bspcrawl: asked the crawl in {out} to stop", file=sys.stderr)
 
 
+def cmd_rank(args: argparse.Namespace) -> None:
+    """``bspcrawl rank DIR``: PageRank of a finished crawl's pages, on every rank of
+    ``mpiexec -n P`` (any P), written into its files (``pagerank.py``)."""
+    from mpi4py import MPI
+
+    from bspcrawl import pagerank
+    from bspcrawl.index.inspect import open_crawl
+
+    comm = MPI.COMM_WORLD
+    out = Path(args.dir)
+    error, sizes = None, None
+    if comm.Get_rank() == 0:
+        try:
+            if not 0 < args.damping < 1 or not args.tolerance > 0 or args.max_iterations < 1:
+                raise UsageError("--damping must be in (0, 1), --tolerance above 0 and "
+                                 "--max-iterations at least 1")
+            open_crawl(out).close()
+            sizes = pagerank.rank_files(out)
+        except (UsageError, OutputError) as e:
+            error = str(e)
+        except (OSError, KeyError) as e:  # a damaged file: h5py's errors
+            error = f"cannot read the crawl in {out}: {e}"
+    error, sizes = comm.bcast((error, sizes), root=0)
+    if error:
+        fail(error)
+    try:
+        result = pagerank.pagerank(
+            comm, sizes, lambda lo, hi: pagerank.read_graph(out, sizes, lo, hi),
+            args.damping, args.tolerance, args.max_iterations)
+        whole = pagerank.gather(comm, result.x, pagerank.blocks(sum(sizes), comm.Get_size()))
+        if comm.Get_rank() == 0:
+            pagerank.store(out, sizes, whole, {
+                "damping": args.damping, "tolerance": args.tolerance,
+                "iterations": result.iterations, "residual": result.residual,
+                "pages": result.pages, "edges": result.edges, "dangling": result.dangling,
+                "ranks": comm.Get_size(), "computed": time.time()})
+            print(f"bspcrawl: PageRank of {result.pages} pages, {result.edges} edges "
+                  f"({result.dangling} dangling): {result.iterations} iterations on "
+                  f"{comm.Get_size()} ranks, L1 change {result.residual:.2e}; setup "
+                  f"{result.setup_s:.2f} s, {result.ns_per_edge:.1f} ns per edge per iteration",
+                  file=sys.stderr)
+            if result.residual >= args.tolerance:
+                note(f"stopped at --max-iterations {args.max_iterations} before the L1 "
+                     f"change fell below --tolerance {args.tolerance}")
+    except Exception:
+        _abort_others(comm)
+        raise
+
+
 def cmd_inspect(args: argparse.Namespace) -> None:
     """``bspcrawl inspect DIR``: summary (or --json, or --urls) of a finished crawl."""
     if args.at is not None and not (args.history or args.body):
@@ -291,6 +341,9 @@ def _inspect(args: argparse.Namespace, out: Path) -> None:
         for url, status in urls(out):
             print(f"{url}\t{status}")
         return
+    if args.duplicates:
+        _inspect_duplicates(out)
+        return
     info = summary(out)
     if args.json:
         print(json.dumps(info))
@@ -300,7 +353,27 @@ def _inspect(args: argparse.Namespace, out: Path) -> None:
             value = "\n  ".join([""] + value)
         elif key == "counters":
             value = "".join(f"\n  {name:24} {n}" for name, n in value.items())
+        elif key == "pagerank":
+            value = (f"{value['iterations']} iterations on {value['ranks']} ranks, damping "
+                     f"{value['damping']}, L1 change {value['residual']:.1e}" if value
+                     else f"none yet ('bspcrawl rank {out}')")
         print(f"{key:14} {value}")
+
+
+def _inspect_duplicates(out: Path) -> None:
+    """``inspect --duplicates``: one header line per cluster (exact or near, its size),
+    then its URLs indented, each with its content fingerprint."""
+    from bspcrawl.index.duplicates import listing
+
+    found = listing(out)
+    for cluster in found:
+        print(f"{'exact' if cluster.exact else 'near'}\t{len(cluster.rows)} pages")
+        for url, fp in zip(cluster.urls, cluster.content_fp.tolist(), strict=True):
+            print(f"  {url}\tcontent {fp:016x}")
+    exact = sum(c.exact for c in found)
+    print(f"bspcrawl: {len(found)} clusters of duplicates ({exact} exact, "
+          f"{len(found) - exact} near), {sum(len(c.rows) for c in found)} pages",
+          file=sys.stderr)
 
 
 def _inspect_versions(out: Path, url: str, at: str | None, print_body: bool) -> None:
@@ -436,6 +509,9 @@ def build_parser() -> argparse.ArgumentParser:
     what.add_argument("--history", metavar="URL",
                       help="every fetched version of URL, by year and month")
     what.add_argument("--body", metavar="URL", help="the stored body of URL (newest version)")
+    what.add_argument("--duplicates", action="store_true",
+                      help="clusters of exact (same body) and near-duplicate (SimHash within "
+                      "3 bits) pages")
     ins.add_argument("--at", metavar="TIME", help="with --history or --body: the version "
                      "nearest to TIME (@UNIX_SECONDS, YYYYMMDDhhmmss or ISO 8601, UTC)")
     ins.set_defaults(func=cmd_inspect)
@@ -452,6 +528,18 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("dir", help="the crawl's output directory")
     exp.add_argument("--wacz", required=True, metavar="FILE", help="the WACZ file to write")
     exp.set_defaults(func=cmd_export)
+
+    rank = sub.add_parser("rank", help="PageRank of a finished crawl's pages "
+                          "(under mpiexec -n P, any P, or alone)")
+    rank.add_argument("dir", help="the crawl's output directory")
+    rank.add_argument("--damping", type=float, default=0.85,
+                      help="the probability of following a link (default: 0.85)")
+    rank.add_argument("--tolerance", type=float, default=1e-10,
+                      help="stop once an iteration changes the vector by less than this, "
+                      "in L1 norm (default: 1e-10)")
+    rank.add_argument("--max-iterations", type=int, default=1000,
+                      help="stop after this many iterations anyway (default: 1000)")
+    rank.set_defaults(func=cmd_rank)
 
     tw = sub.add_parser("testweb", help="the deterministic local web (serve, truth, seeds), "
                         "and the fuzzer's hostile web (hostile)")

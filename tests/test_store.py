@@ -11,6 +11,7 @@ import pytest
 
 from bspcrawl.counters import STATS_DTYPE
 from bspcrawl.index.output import join
+from bspcrawl.index.simhash import simhash
 from bspcrawl.index.store import PAGE_FIELDS, RankStore, by_term, split_rank_file
 from bspcrawl.index.terms import count_terms
 from bspcrawl.messages import FetchJob, FetchResult
@@ -32,7 +33,7 @@ def test_pages_links_and_inverted_index_round_trip(tmp_path):
     rng = random.Random(7)
     store = RankStore(tmp_path, 0, 1, {"x": 1}, flush_pages=7)  # several flushes
     expect_post: dict[bytes, list[tuple[int, int]]] = {}
-    expect_links = []
+    expect_links, expect_simhash = [], []
     for res, terms, links in fake_pages(50, rng):
         doc = store.commit(res, url_fp=doc_fp(res), redirect="", link_fps=links, terms=terms,
                            content_fp=len(res.body))
@@ -41,6 +42,7 @@ def test_pages_links_and_inverted_index_round_trip(tmp_path):
         for t, tf in terms.as_dict().items():
             expect_post.setdefault(t, []).append((doc, tf))
         expect_links.append(links)
+        expect_simhash.append(simhash(terms))
     row = np.zeros((), STATS_DTYPE)
     store.add_stats(row)
     store.close(superstep=100)
@@ -52,6 +54,7 @@ def test_pages_links_and_inverted_index_round_trip(tmp_path):
         assert f["pages/url"].asstr()[:].tolist() == [f"http://h/{i}" for i in range(50)]
         assert f["pages/length"][:].tolist() == list(range(50))
         assert f["pages/depth"][:].tolist() == [i % 4 * 20_000 for i in range(50)]
+        assert f["pages/simhash"][:].tolist() == expect_simhash
         off, tgt = f["links/offsets"][:], f["links/targets"][:]
         assert [tgt[off[i]:off[i + 1]].tolist() for i in range(50)] == expect_links
         terms = [t.encode() for t in f["index/terms"].asstr()[:]]

@@ -608,6 +608,23 @@ def test_cli_options(capsys, tmp_path):
         config_from_args(_parse(["--traps", "maze"]))
 
 
+def test_near_mirror_pages_are_their_originals_with_one_small_edit(capsys):
+    web = Web(WebConfig(**SIZE, mirrors=1, near_mirrors=1))
+    near = [r for r in np.flatnonzero(web.copy_of >= 0).tolist()
+            if web.role[web.host[r]] == "nearmirror"]
+    assert len(near) >= 3
+    for r in near:
+        original, copy = web.html(int(web.copy_of[r])), web.copy_html(r)
+        head, line, rest = copy.partition(b"<main>\n")
+        edit, _, rest = rest.partition(b"\n")
+        assert head + line + rest == original
+        assert edit.startswith(b"<p>") and edit.endswith(b".</p>") and len(edit) < 250
+    assert [kind for _, _, kind in web.copies()].count("near") == len(near)
+    assert cmd_truth(_parse([*(f"--{k}={v}" for k, v in SIZE.items()), "--mirrors", "1",
+                             "--near-mirrors", "1", "--kind", "copies"], "truth")) == 0
+    assert capsys.readouterr().out.splitlines() == ["\t".join(c) for c in web.copies()]
+
+
 def test_serve_adversarial_process(tmp_path):
     cfg = WebConfig.adversarial(pages=40, hosts=3, latency_ms=0.0, slow_hosts=0, trap_budget=50)
     web = _with_port(cfg)

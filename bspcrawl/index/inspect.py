@@ -42,8 +42,9 @@ def open_crawl(out: Path) -> h5py.File:
 
 
 def summary(out: Path) -> dict:
-    """The crawl's summary: ranks, supersteps, pages, bytes, wall time, errors by kind, and
-    every counter of ``counters.COUNTERS`` over the whole crawl."""
+    """The crawl's summary: ranks, supersteps, pages, bytes, wall time, errors by kind,
+    every counter of ``counters.COUNTERS`` over the whole crawl, and PageRank's figures
+    (the attributes of ``/rank``) once ``bspcrawl rank`` has run."""
     with open_crawl(out) as f:
         pages = f["pages"]
         status = pages["status"][:]
@@ -72,6 +73,8 @@ def summary(out: Path) -> dict:
             "counters": summarise(f["stats"][:], int(a["ranks"])),
             "files": [str(out / CRAWL_FILE)] + [
                 str(out / f"rank-{r:04d}.h5") for r in range(int(a["ranks"]))],
+            "pagerank": {k: v.item() for k, v in f["rank"].attrs.items()} if "rank" in f
+            else None,
         }
 
 

@@ -10,8 +10,10 @@ files unless ``overwrite`` is set, so a mistyped ``--out`` never destroys data.
 no copies: ``/pages/*`` and ``/stats`` are virtual datasets that concatenate the ranks'
 datasets in rank order, ``/pages/rank`` (int16) says which rank each row came from,
 ``/ranks/NNNN`` are external links to each rank file's root (for ``/index`` and
-``/links``, whose doc ids and offsets are per rank), and the root attributes hold the
-crawl's global summary. ``h5py.File("DIR/crawl.h5")`` therefore shows the whole crawl.
+``/links``, whose doc ids and offsets are per rank), ``/rank/pagerank`` concatenates the
+ranks' PageRank once ``bspcrawl rank`` has written it (``pagerank.py``), and the root
+attributes hold the crawl's global summary. ``h5py.File("DIR/crawl.h5")`` therefore
+shows the whole crawl.
 """
 
 from __future__ import annotations
@@ -81,6 +83,9 @@ def join(out: Path, ranks: int, summary: dict) -> Path:
     try:
         sizes = [f["pages/url"].shape[0] for f in files]
         stat_sizes = [f["stats"].shape[0] for f in files]
+        ranked = (all("rank/pagerank" in f for f in files)  # and of one run of rank
+                  and len({float(f["rank"].attrs["computed"]) for f in files}) == 1)
+        rank_attrs = dict(files[0]["rank"].attrs) if ranked and files else {}
     finally:
         for f in files:
             f.close()
@@ -93,6 +98,9 @@ def join(out: Path, ranks: int, summary: dict) -> Path:
             _concat(pages, name, f"pages/{name}", dtype, sizes, ranks)
         _concat(crawl, "stats", "stats", STATS_DTYPE, stat_sizes, ranks)
         pages.create_dataset("rank", data=np.repeat(np.arange(ranks, dtype=np.int16), sizes))
+        if ranked:
+            _concat(crawl, "rank/pagerank", "rank/pagerank", np.float64, sizes, ranks)
+            crawl["rank"].attrs.update(rank_attrs)
         for r in range(ranks):
             crawl[f"ranks/{r:04d}"] = h5py.ExternalLink(rank_path(out, r).name, "/")
 

@@ -45,6 +45,7 @@ from bspcrawl import __version__
 from bspcrawl.counters import STATS_DTYPE
 from bspcrawl.index import archive as archive_mod
 from bspcrawl.index.archive import Archive
+from bspcrawl.index.simhash import simhash
 from bspcrawl.index.terms import TermCounts, term_hash
 from bspcrawl.messages import FetchResult
 
@@ -67,6 +68,8 @@ PAGES: tuple[tuple[str, np.dtype | type, str], ...] = (  # /pages/*: name, dtype
     ("revisit", np.uint8, "0 fetched; 1 304 Not Modified; 2 still fresh, not fetched "
      "(body restored from the archive)"),
     ("truncated", np.uint8, "1: the body is the first `--fetch-max-bytes` of a longer one"),
+    ("simhash", np.uint64, "64-bit SimHash of the word pairs of its indexed text (0: none); within "
+     "3 bits = near-duplicate (`index/simhash.py`)"),
 )
 PAGE_FIELDS: dict[str, np.dtype | type] = {name: dtype for name, dtype, _ in PAGES}
 FORMAT = "bspcrawl-rank"
@@ -89,13 +92,15 @@ def segments(out: Path, rank: int) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def write_atomically(path: Path, fill: Callable[[h5py.File], None]) -> None:
+def write_atomically(path: Path, fill: Callable[[h5py.File], None], edit: bool = False) -> None:
     """Create the HDF5 file ``path`` through ``fill``: built in memory, then written to a
     temporary file, fsynced and renamed. HDF5 never writes to the disk itself: when a
     write of its fails (a full disk), HDF5 1.14 can crash as it closes the file (a
     segmentation fault, seen here under ``RLIMIT_FSIZE``), where Python's write raises one
-    OSError. A failed write leaves no temporary file."""
-    with h5py.File(path.name, "w", driver="core", backing_store=False) as f:
+    OSError. A failed write leaves no temporary file. ``edit``: ``fill`` changes the
+    existing file ``path`` (read into memory first) instead of an empty one."""
+    with h5py.File(path if edit else path.name, "r+" if edit else "w", driver="core",
+                   backing_store=False) as f:
         fill(f)
         f.flush()
         image = f.id.get_file_image()
@@ -190,6 +195,7 @@ class RankStore:
         b["redirect"].append(redirect)
         b["revisit"].append(result.revisit)
         b["truncated"].append(result.truncated)
+        b["simhash"].append(simhash(terms))
         self.link_buffer.extend(link_fps)
         self.link_counts.append(len(link_fps))
         if len(terms):

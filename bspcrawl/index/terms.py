@@ -81,6 +81,11 @@ class TermCounts:
     def __len__(self) -> int:
         return len(self.hashes)
 
+    @property
+    def sequence(self) -> np.ndarray:
+        """The hash of every term of the text in text order, repeats included (int64)."""
+        return self._runs
+
     def terms(self, which: list[int]) -> list[bytes]:
         """The bytes of the terms ``hashes[which]`` (where they first occur is looked up
         only now: most terms of a page are known to the index already)."""

@@ -16,6 +16,9 @@ the default seeds meets every one of them. Roles (WebConfig switch in brackets):
   to the :data:`FLAKY_BURST` + 1st of each answered 503 (with Retry-After), 500, 502;
 - ``mirror`` [mirrors]: a byte-identical copy of a polite site (robots.txt included), so its
   relative links stay on the mirror and its absolute ones lead to the original;
+- ``nearmirror`` [near_mirrors, not in :data:`~.config.ADVERSARIAL`]: a mirror whose
+  every page has one small edit (:func:`near_edit`: a date line or a sentence more), the
+  near-duplicates that ``inspect --duplicates`` must find (:meth:`.model.Web.copies`);
 - ``redirects`` [redirect_traps]: ``/loop/a`` -> ``/loop/b`` -> ``/loop/a``, ``/self`` ->
   ``/self`` and ``/chain/0`` -> ... -> ``/chain/7`` -> ``/chain/end.html`` (8 hops);
 - ``junk`` [junk, huge, bomb]: PNG, GIF, PDF, octet-stream, random bytes labelled text/html,
@@ -200,10 +203,11 @@ def extend(web: WebLike) -> None:
         web.soft404[rng.choice(H, size=n, replace=False)] = True
     table = _Table(web)
     homes = []
-    mirrored = _mirror_originals(web, rng, cfg.special_roles.count("mirror"))
+    copying = [role for role in cfg.special_roles if role in ("mirror", "nearmirror")]
+    mirrored = _mirror_originals(web, rng, len(copying))
     for role in cfg.special_roles:
-        if role == "mirror":
-            h = _mirror(table, mirrored.pop(0))
+        if role in copying:
+            h = _mirror(table, mirrored.pop(0), role)
         else:
             h = table.host(role)
             _SITES[role](table, h)
@@ -240,10 +244,11 @@ def _mirror_originals(web: WebLike, rng: np.random.Generator, n: int) -> list[in
     return [int(fit[i]) for i in rng.integers(0, fit.size, n)]
 
 
-def _mirror(table: _Table, orig: int) -> int:
-    """A host with a copy of every resource of site ``orig``: pages answer the same bytes."""
+def _mirror(table: _Table, orig: int, role: str) -> int:
+    """A host with a copy of every resource of site ``orig``: pages answer the same bytes
+    (``role`` mirror) or nearly (nearmirror)."""
     web = table.web
-    h = table.host("mirror", web._robots[orig], web.disallow[orig])
+    h = table.host(role, web._robots[orig], web.disallow[orig])
     for r in np.flatnonzero(web.host == orig).tolist():
         kind, path = int(web.kind[r]), web.path[r]
         if kind == PAGE:  # a SPECIAL copy
@@ -253,6 +258,20 @@ def _mirror(table: _Table, orig: int) -> int:
         else:
             table.add(h, path, kind)
     return h
+
+
+def near_edit(web: WebLike, page: int, body: bytes) -> bytes:
+    """``body`` (the HTML of the page a near mirror's ``page`` copies) with one small
+    edit, deterministic from the web's seed and ``page``: a date line, or a sentence of 8
+    to 20 words of the web's vocabulary, inserted at the start of ``<main>``."""
+    rng = np.random.default_rng([web.config.seed, SALT, page])
+    if rng.random() < 0.5:
+        day = 1 + int(rng.integers(365))
+        line = f"Updated on day {day} of 2024."
+    else:
+        words = rng.integers(0, len(web.words), int(rng.integers(8, 21))).tolist()
+        line = " ".join(web.words[w] for w in words).capitalize() + "."
+    return body.replace(b"<main>\n", f"<main>\n<p>{line}</p>\n".encode(), 1)
 
 
 _HREF = re.compile(rb"""<(base|a) href=(?:"([^"]*)"|'([^']*)')""")

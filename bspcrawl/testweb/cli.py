@@ -24,7 +24,7 @@ from bspcrawl.testweb.options import add_config_arguments, config_from_args
 # Defined in .options; importable from here as well, where it was before.
 from bspcrawl.testweb.options import config_argv as config_argv
 
-KINDS = ("must_fetch", "must_not", "may_give_up", "trap_limit")
+KINDS = ("must_fetch", "must_not", "may_give_up", "trap_limit", "copies")
 
 
 def _latency(text: str) -> tuple[float, float]:
@@ -73,7 +73,8 @@ def add_arguments(parser: argparse.ArgumentParser, command: str | None = None) -
             default="must_fetch",
             help="which URLs: must_fetch (the truth), must_not (must never be requested), "
             "may_give_up (may fail or be skipped), trap_limit (each trap host's origin "
-            "and page limit, tab-separated) (default: %(default)s)",
+            "and page limit, tab-separated), copies (each mirrored page's URL, the URL "
+            "it copies and exact or near, tab-separated) (default: %(default)s)",
         )
 
 
@@ -112,6 +113,8 @@ def cmd_truth(args: argparse.Namespace) -> int:
     kind = getattr(args, "kind", "must_fetch")
     if kind == "trap_limit":
         lines = [f"{o}\t{web.trap_limit(o)}" for o in web.trap_hosts()]
+    elif kind == "copies":
+        lines = ["\t".join(copy) for copy in web.copies()]
     elif kind == "must_fetch":
         lines = web.truth(seeds)
     else:

@@ -25,7 +25,7 @@ UNRELIABLE = ("dead", "reset", "slow", "throttle", "flaky")
 """Roles of hosts whose URLs a correct crawl may fail to fetch (see
 :meth:`.model.Web.may_give_up`)."""
 
-ROLES = ("", *UNRELIABLE, "mirror", "redirects", "junk", *TRAPS)
+ROLES = ("", *UNRELIABLE, "mirror", "nearmirror", "redirects", "junk", *TRAPS)
 """Host roles (:attr:`.model.Web.role`): ``""`` for the polite sites, then the adversarial
 ones."""
 
@@ -86,6 +86,7 @@ class WebConfig:
     flaky_hosts: int = 0  # hosts answering bursts of 5xx (503 with Retry-After)
     soft404: float = 0.0  # fraction of sites answering unknown paths 200 "not found"
     mirrors: int = 0  # hosts serving a byte-identical copy of a site
+    near_mirrors: int = 0  # hosts serving a copy of a site, one small edit a page
     redirect_traps: bool = False  # a host with redirect loops (A->B->A, A->A), an 8-hop chain
     junk: bool = False  # a host of images, PDF, binary, broken, nested, mis-encoded pages
     huge: bool = False  # a 5 MiB page (on the junk host)
@@ -122,6 +123,7 @@ class WebConfig:
             "throttle_hosts",
             "flaky_hosts",
             "mirrors",
+            "near_mirrors",
             "trap_budget",
         )
         for name in counts:
@@ -157,6 +159,7 @@ class WebConfig:
         roles = ["dead"] * self.dead_hosts + ["reset"] * self.reset_hosts
         roles += ["slow"] * self.slow_hosts + ["throttle"] * self.throttle_hosts
         roles += ["flaky"] * self.flaky_hosts + ["mirror"] * self.mirrors
+        roles += ["nearmirror"] * self.near_mirrors
         roles += ["redirects"] * self.redirect_traps
         roles += ["junk"] * (self.junk or self.huge or self.bomb)
         return roles + self.trap_names

@@ -619,6 +619,21 @@ class Web:
         a spider-trap page, or ``None`` for a plain 404."""
         return adversarial.reply_unknown(self, host, target)
 
+    def copy_html(self, r: int) -> bytes:
+        """The HTML that ``r``, a page of a mirror or near mirror, answers: that of the page
+        it copies (:attr:`copy_of`), with a near mirror's small edit."""
+        body = self.html(int(self.copy_of[r]))
+        if self.role[self.host[r]] == "nearmirror":
+            return adversarial.near_edit(self, r, body)
+        return body
+
+    def copies(self) -> list[tuple[str, str, str]]:
+        """(URL of a copy, URL of the page it copies, ``exact`` on a mirror or ``near`` on
+        a near mirror) for every mirrored page, in resource order."""
+        return [(self.url(r), self.url(int(c)),
+                 "near" if self.role[self.host[r]] == "nearmirror" else "exact")
+                for r, c in enumerate(self.copy_of.tolist()) if c >= 0]
+
     def redirect(self, r: int) -> tuple[int, str]:
         """(status, Location header) of redirect resource ``r``."""
         return self._redirects[r]

@@ -43,6 +43,8 @@ _HELP = {
     "flaky_hosts": "hosts that answer bursts of 5xx (503 + Retry-After)",
     "soft404": "fraction of sites answering unknown paths 200 'not found'",
     "mirrors": "hosts serving a copy of a site",
+    "near_mirrors": "hosts serving a copy of a site, each page with a small edit "
+    "(near-duplicates; not in --adversarial)",
     "redirect_traps": "a host with redirect loops and an 8-hop chain",
     "junk": "a host of non-HTML, broken, nested and mis-encoded pages",
     "huge": "a 5 MiB page",

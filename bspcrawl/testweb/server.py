@@ -367,15 +367,16 @@ class TestWebServer(Listener):
             return status, [f"Location: {location}", f"Content-Type: {_HTML}"], _small_page(status)
         if kind == SPECIAL:
             copy = int(web.copy_of[r])
-            return self._page(copy, headers) if copy >= 0 else web.reply(r)
+            return self._page(copy, headers, web.copy_html(r)) if copy >= 0 else web.reply(r)
         if self._odd[site]:  # a soft 404 or a spider trap
             answer = web.reply_unknown(site, target)
             if answer is not None:
                 return answer
         return self._error(404)
 
-    def _page(self, r: int, headers: dict[str, str]) -> Reply:
-        """Page ``r`` with its validators, or 304 when the request's validators match."""
+    def _page(self, r: int, headers: dict[str, str], body: bytes | None = None) -> Reply:
+        """Page ``r`` (or ``body`` with its validators) with its validators, or 304 when the
+        request's validators match."""
         web = self.web
         etag, modified = web.etag(r), web.last_modified(r)
         extra = [f"ETag: {etag}", f"Last-Modified: {http_date(modified)}"]
@@ -389,7 +390,7 @@ class TestWebServer(Listener):
             since = _parse_date(headers["if-modified-since"])
             if since is not None and modified <= since:
                 return 304, extra, b""
-        return 200, [f"Content-Type: {_HTML}", *extra], web.html(r)
+        return 200, [f"Content-Type: {_HTML}", *extra], web.html(r) if body is None else body
 
     @staticmethod
     def _error(status: int) -> Reply:
