@@ -1,5 +1,5 @@
-"""The ``bspcrawl`` command: run, resume, stop, rank, inspect, serve, export, testweb
-(serve, truth, seeds, hostile) and demo.
+"""The ``bspcrawl`` command: run, resume, stop, rank, inspect, search, serve, export,
+testweb (serve, truth, seeds, hostile) and demo.
 
 Mistakes in use (a bad option, a missing or malformed seed file, an output directory that
 holds something else) end with one line ``bspcrawl: error: ...`` on stderr and exit code 2,
@@ -9,6 +9,7 @@ printed once (by rank 0) however many ranks share the mistake.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import errno
 import json
 import os
@@ -433,6 +434,62 @@ def cmd_export(args: argparse.Namespace) -> None:
     print(f"bspcrawl: wrote {path}", file=sys.stderr)
 
 
+def cmd_search(args: argparse.Namespace) -> None:
+    """``bspcrawl search DIR QUERY``: the best pages of a finished crawl for QUERY (alone,
+    or under mpiexec: each rank searches its share of the rank files)."""
+    from bspcrawl import search
+
+    if args.top < 1:
+        raise UsageError(f"--top must be >= 1, got {args.top}")
+    comm = None
+    if any(v in os.environ for v in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")):
+        from mpi4py import MPI
+
+        comm = MPI.COMM_WORLD if MPI.COMM_WORLD.Get_size() > 1 else None
+    rank, size = (comm.Get_rank(), comm.Get_size()) if comm else (0, 1)
+    out = Path(args.dir)
+    try:
+        search.Query.parse(args.query, args.stop_words)  # a query without words: one line
+        searcher = search.Searcher(search.open_shards(out, rank, size), plain=args.plain,
+                                   comm=comm)
+        results = search.search(searcher, out, args.query, args.top, args.explain,
+                                args.stop_words)
+    except search.SearchError as e:
+        raise UsageError(str(e)) from None
+    except (OSError, KeyError) as e:  # a damaged file (truncated, edited): h5py's errors
+        raise OutputError(f"cannot read the crawl in {out}: {e}") from None
+    if rank:
+        return
+    if args.json:
+        print(json.dumps({"query": args.query, "results": [
+            {k: v for k, v in dataclasses.asdict(r).items() if v is not None or k != "explain"}
+            for r in results]}))
+        return
+    _print_results(results)
+
+
+def _print_results(results: list) -> None:
+    """``bspcrawl search``'s text output: one block per result."""
+    from datetime import UTC, datetime
+
+    for number, r in enumerate(results, 1):
+        when = datetime.fromtimestamp(r.fetch_time, UTC).strftime("%Y-%m-%d %H:%M:%S")
+        folded = f"  (+{r.duplicates} duplicates)" if r.duplicates else ""
+        print(f"{number}. {r.title or '(no title)'}\n   {r.url}\n   score {r.score:.4f}  "
+              f"fetched {when} UTC{folded}")
+        if r.snippet:
+            print(f"   {r.snippet}")
+        if r.explain is not None:
+            for key, value in r.explain.items():
+                if key == "terms":
+                    for t in value:
+                        print("   term " + "  ".join(f"{k} {v}" for k, v in t.items()))
+                else:
+                    print(f"   {key} {value}")
+    if not results:
+        print("no page matches", file=sys.stderr)
+
+
 def _mpiexec() -> str:
     """The mpiexec beside this Python (the mpich wheel's), else the one on PATH."""
     local = Path(sys.executable).parent / "mpiexec"
@@ -540,6 +597,23 @@ def build_parser() -> argparse.ArgumentParser:
     rank.add_argument("--max-iterations", type=int, default=1000,
                       help="stop after this many iterations anyway (default: 1000)")
     rank.set_defaults(func=cmd_rank)
+
+    sea = sub.add_parser("search", help="the best pages of a finished crawl for a query",
+                         description="Search a finished crawl: BM25F over title, headings, "
+                         "body and anchor text, with PageRank and phrase hits "
+                         "(docs/search.md). Under mpiexec each rank searches its share of "
+                         "the rank files.")
+    sea.add_argument("dir", help="the crawl's output directory")
+    sea.add_argument("query", help="the words to search for")
+    sea.add_argument("--top", type=int, default=10, metavar="K",
+                     help="how many results (default: 10)")
+    sea.add_argument("--json", action="store_true", help="one JSON object")
+    sea.add_argument("--explain", action="store_true", help="each part of each score")
+    sea.add_argument("--plain", action="store_true", help="plain BM25 over the page text "
+                     "(no fields, anchor text, phrase hits or PageRank)")
+    sea.add_argument("--stop-words", action="store_true",
+                     help="leave common English words out of the query")
+    sea.set_defaults(func=cmd_search)
 
     tw = sub.add_parser("testweb", help="the deterministic local web (serve, truth, seeds), "
                         "and the fuzzer's hostile web (hostile)")

@@ -1,0 +1,285 @@
+"""The index for ranking: per-field term frequencies, document lengths, titles, phrase pairs
+and anchor text, in the ``/search`` group of each rank file (``docs/search.md``).
+
+After the Compass report (``../shared/seeds/003_*``): a term counts more in the title or a
+heading than in the body, by Compass's tag weights (title 0.30, h1 0.10, h2 0.08, h3 0.066,
+h4 0.04, h5 0.033, any other text 0.01). The weights are used relative to the body's, so
+a word of the title counts as 30 words of the body; the anchor text of the links pointing
+to a page is a field of its own (``index_weight_anchor``, 0.10 by default: an h1).
+
+Layout of ``/search`` (term hashes as :func:`bspcrawl.index.terms.term_hash`)::
+
+    terms    int64    [-9, 4, 17]           sorted distinct term hashes
+    offsets  int64    [0, 2, 3, 5]          CSR row pointer into the posting columns
+    docs     int32    [0, 3 | 1 | 0, 2]     doc ids of each term's postings, increasing
+    tf       int32    [2, 1 | 1 | 0, 3]     raw count in the page text (title, headings, body)
+    wtf      float32  [31, 1 | 1 | 0, 3]    tag-weighted count: sum of weight(tag) x count
+    atf      int32    [0, 0 | 0 | 2, 0]     count in the anchor text of the links to the doc
+    length   int32    one row per /pages row: terms in the page text
+    wlength  float32  ... and their tag-weighted sum
+    alength  int32    ... terms of anchor text pointing to the page
+    title    str      ... the page's <title>
+    pairs/terms, pairs/offsets, pairs/docs: the same CSR for adjacent term pairs of the page
+             text (:func:`pair_hash`), for phrase hits
+
+    anchor/fp, anchor/term, anchor/tf: the anchor text received, by target URL
+             fingerprint, whether the page was fetched or not (kept for a resume)
+
+Postings arrive in doc order (as pages are committed), so a stable sort by term hash gives
+each term's docs increasing. Everything loads with one read per column into numpy.
+
+While the crawl runs, :class:`SearchBuffer` collects each committed page's postings and
+the anchor text of the links this rank receives (for the pages of the hosts it owns,
+fetched yet or not), keyed by the target's URL fingerprint; each segment holds a
+``search`` group of what its stretch added, and :func:`join` credits the anchor text to
+the pages fetched (by ``/pages/url_fp``) when the segments become the rank file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import h5py
+import numpy as np
+
+from bspcrawl.index.terms import TermCounts
+
+__all__ = ["COMPASS_WEIGHTS", "FIELDS", "GROUP", "Postings", "SearchBuffer", "csr", "join",
+           "pair_hash", "split", "write"]
+
+GROUP = "search"
+FORMAT = "bspcrawl-search"
+VERSION = 1
+FIELDS = ("title", "h1", "h2", "h3", "h4", "h5", "body")
+"""The tag classes of a page's text; a word counts in the innermost one it is in."""
+COMPASS_WEIGHTS = {"title": 0.30, "h1": 0.10, "h2": 0.08, "h3": 0.066, "h4": 0.04,
+                   "h5": 0.033, "body": 0.01, "anchor": 0.10}
+"""Compass's tag weights (``body``: any other text), and the anchor text's."""
+_PAIR_MUL = np.uint64(0xC2B2AE3D27D4EB4F)  # odd: (a, b) -> a x M + b is one-to-one in b
+
+
+def pair_hash(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """The hash of the adjacent term pairs ``(first[i], second[i])`` (int64 term hashes)."""
+    with np.errstate(over="ignore"):
+        return (first.view(np.uint64) * _PAIR_MUL + second.view(np.uint64)).view(np.int64)
+
+
+@dataclass(slots=True)
+class Postings:
+    """Flat postings in doc order: ``term`` (int64 hash), ``doc`` (int32), ``tf`` (int32),
+    ``wtf`` (float32), ``atf`` (int32)."""
+
+    term: np.ndarray
+    doc: np.ndarray
+    tf: np.ndarray
+    wtf: np.ndarray
+    atf: np.ndarray
+
+
+def csr(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(order, distinct sorted keys, offsets): ``keys[order]`` sorted (stable, so docs
+    stay increasing within a key), and each key's block in that order."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1]))) \
+        if len(ordered) else np.zeros(0, np.int64)
+    offsets = np.append(starts, len(ordered)).astype(np.int64)
+    return order, ordered[starts], offsets
+
+
+def write(f: h5py.File | h5py.Group, postings: Postings, pairs: tuple[np.ndarray, np.ndarray],
+          length: np.ndarray, wlength: np.ndarray, alength: np.ndarray, titles: list[str],
+          weights: dict[str, float]) -> None:
+    """Write the ``/search`` group into ``f`` (see the module docstring). ``pairs``: the
+    (pair hash, doc) of each distinct pair of each page, in doc order; ``length``,
+    ``wlength``, ``alength`` and ``titles``: one row per page."""
+    g = f.create_group(GROUP)
+    g.attrs.update(format=FORMAT, version=VERSION, weights=[weights[n] for n in
+                                                            (*FIELDS, "anchor")],
+                   fields=[*FIELDS, "anchor"])
+    order, terms, offsets = csr(postings.term)
+    g["terms"], g["offsets"] = terms, offsets
+    for name in ("doc", "tf", "wtf", "atf"):
+        g[name + "s" if name == "doc" else name] = getattr(postings, name)[order]
+    g["length"] = length.astype(np.int32)
+    g["wlength"] = wlength.astype(np.float32)
+    g["alength"] = alength.astype(np.int32)
+    g.create_dataset("title", data=np.array(titles, dtype=object),
+                     dtype=h5py.string_dtype())
+    hashes, docs = pairs
+    order, terms, offsets = csr(hashes)
+    g["pairs/terms"], g["pairs/offsets"] = terms, offsets
+    g["pairs/docs"] = docs[order].astype(np.int32)
+
+
+def relative_weights(weights: dict[str, float]) -> dict[str, float]:
+    """The weights divided by the body's (so a word of the body counts 1)."""
+    return {name: w / weights["body"] for name, w in weights.items()}
+
+
+_NO_INT = np.zeros(0, np.int64)
+
+
+class SearchBuffer:
+    """One rank's index for ranking since the last segment (see the module docstring).
+
+    ``weights``: the weight of each of :data:`FIELDS` and of ``anchor`` (absolute, as
+    Compass's table; only their ratios to the body's matter).
+    """
+
+    def __init__(self, weights: dict[str, float]) -> None:
+        self.weights = dict(weights)
+        self.relative = relative_weights(weights)
+        self.clear()
+
+    def clear(self) -> None:
+        """Forget what was sealed."""
+        self.term: list[np.ndarray] = []
+        self.doc: list[np.ndarray] = []
+        self.tf: list[np.ndarray] = []
+        self.wtf: list[np.ndarray] = []
+        self.pages: list[tuple[int, int, float, str]] = []  # doc, length, wlength, title
+        self.pair_hash: list[np.ndarray] = []
+        self.pair_doc: list[np.ndarray] = []
+        self.anchor_fp: list[np.ndarray] = []
+        self.anchor_term: list[np.ndarray] = []
+        self.anchor_tf: list[np.ndarray] = []
+
+    def add_page(self, doc: int, terms: TermCounts, fields: dict[str, TermCounts],
+                 title: str, pairs: np.ndarray) -> None:
+        """Index page ``doc``: ``terms`` counts all its text, ``fields`` the text of some
+        of :data:`FIELDS` (title, h1 ... h5: a word there counts that field's weight
+        instead of the body's), ``pairs`` the hashes of its adjacent term pairs."""
+        wtf = terms.tf.astype(np.float32)
+        for name, counts in fields.items():
+            if not len(counts) or not len(terms):
+                continue
+            at = np.minimum(np.searchsorted(terms.hashes, counts.hashes), len(terms) - 1)
+            ok = terms.hashes[at] == counts.hashes
+            np.add.at(wtf, at[ok], (self.relative[name] - 1) * counts.tf[ok])
+        np.maximum(wtf, 0, out=wtf)
+        self.pages.append((doc, int(terms.tf.sum()), float(wtf.sum()), title))
+        if len(terms):
+            self.term.append(terms.hashes)
+            self.doc.append(np.full(len(terms), doc, np.int32))
+            self.tf.append(terms.tf)
+            self.wtf.append(wtf)
+        if len(pairs):
+            self.pair_hash.append(pairs)
+            self.pair_doc.append(np.full(len(pairs), doc, np.int32))
+
+    def add_anchors(self, fps: np.ndarray, counts: list[TermCounts]) -> None:
+        """Credit the anchor text ``counts[i]`` to the page of URL fingerprint ``fps[i]``."""
+        sizes = [len(c) for c in counts]
+        if sum(sizes):
+            self.anchor_fp.append(np.repeat(np.asarray(fps, np.int64), sizes))
+            self.anchor_term.append(np.concatenate([c.hashes for c in counts]))
+            self.anchor_tf.append(np.concatenate([c.tf for c in counts]))
+
+    def seal(self, f: h5py.File) -> None:
+        """Write what was added since the last seal into the segment ``f``; clear it."""
+        g = f.create_group(GROUP)
+        cat = _concat
+        g["postings/term"], g["postings/doc"] = cat(self.term, np.int64), cat(self.doc, np.int32)
+        g["postings/tf"], g["postings/wtf"] = cat(self.tf, np.int32), cat(self.wtf, np.float32)
+        docs, lengths, wlengths, titles = zip(*self.pages) if self.pages else ((), (), (), ())
+        g["pages/doc"] = np.array(docs, np.int64)
+        g["pages/length"] = np.array(lengths, np.int32)
+        g["pages/wlength"] = np.array(wlengths, np.float32)
+        g.create_dataset("pages/title", data=np.array(titles, dtype=object),
+                         dtype=h5py.string_dtype())
+        g["pairs/hash"], g["pairs/doc"] = cat(self.pair_hash, np.int64), cat(self.pair_doc,
+                                                                               np.int32)
+        g["anchor/fp"], g["anchor/term"] = cat(self.anchor_fp, np.int64), cat(self.anchor_term,
+                                                                               np.int64)
+        g["anchor/tf"] = cat(self.anchor_tf, np.int32)
+        self.clear()
+
+
+def _concat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
+    return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype)
+
+
+def _column(parts: list[h5py.File], name: str, dtype: type) -> np.ndarray:
+    """A ``search`` column of every segment, concatenated (none: a segment of a bspcrawl
+    without search index)."""
+    return _concat([p[GROUP][name][:] for p in parts if GROUP in p], dtype)
+
+
+def join(f: h5py.File, parts: list[h5py.File], url_fp: np.ndarray,
+         weights: dict[str, float]) -> None:
+    """Write ``/search`` into the rank file ``f`` from its segments ``parts``, crediting
+    the anchor text to the fetched pages (``url_fp``: ``/pages/url_fp``; the latest row
+    of a URL fetched twice)."""
+    n = len(url_fp)
+    term, doc = _column(parts, "postings/term", np.int64), _column(parts, "postings/doc",
+                                                                    np.int32)
+    tf, wtf = _column(parts, "postings/tf", np.int32), _column(parts, "postings/wtf",
+                                                                np.float32)
+    a_fp, a_term = _column(parts, "anchor/fp", np.int64), _column(parts, "anchor/term", np.int64)
+    a_tf = _column(parts, "anchor/tf", np.int32)
+    last = n - 1 - np.unique(url_fp[::-1], return_index=True)[1]  # latest row of each fp
+    by_fp = last[np.argsort(url_fp[last])]
+    at = np.minimum(np.searchsorted(url_fp[by_fp], a_fp), max(len(by_fp) - 1, 0))
+    hit = url_fp[by_fp[at]] == a_fp if len(by_fp) else np.zeros(len(a_fp), bool)
+    a_doc = by_fp[at[hit]].astype(np.int32)
+    alength = np.bincount(a_doc, a_tf[hit], minlength=n)
+    # page postings and anchor postings, summed by (doc, term), in doc order
+    all_term = np.concatenate((term, a_term[hit]))
+    all_doc = np.concatenate((doc, a_doc))
+    order = np.lexsort((all_term, all_doc))
+    all_term, all_doc = all_term[order], all_doc[order]
+    first = np.flatnonzero(np.concatenate(([True], (all_term[1:] != all_term[:-1])
+                                           | (all_doc[1:] != all_doc[:-1]))))
+
+    def summed(values: np.ndarray, anchor: np.ndarray, dtype: type) -> np.ndarray:
+        v = np.concatenate((values, anchor))[order]
+        return np.add.reduceat(v, first).astype(dtype) if len(v) else v.astype(dtype)
+
+    postings = Postings(all_term[first], all_doc[first],
+                        summed(tf, np.zeros(int(hit.sum()), np.int32), np.int32),
+                        summed(wtf, np.zeros(int(hit.sum()), np.float32), np.float32),
+                        summed(np.zeros(len(term), np.int32), a_tf[hit], np.int32))
+    page_doc = _column(parts, "pages/doc", np.int64)
+    length = np.zeros(n, np.int32)
+    wlength = np.zeros(n, np.float32)
+    length[page_doc] = _column(parts, "pages/length", np.int32)
+    wlength[page_doc] = _column(parts, "pages/wlength", np.float32)
+    titles = [""] * n
+    for d, t in zip(page_doc.tolist(), [t for p in parts if GROUP in p for t in
+                                        p[GROUP]["pages/title"].asstr()[:]], strict=True):
+        titles[d] = t
+    pair_doc = _column(parts, "pairs/doc", np.int32)
+    pair_hash_ = _column(parts, "pairs/hash", np.int64)
+    write(f, postings, (pair_hash_, pair_doc), length, wlength, alength, titles, weights)
+    g = f[GROUP]
+    g["anchor/fp"], g["anchor/term"], g["anchor/tf"] = a_fp, a_term, a_tf
+
+
+def split(f: h5py.File, g: h5py.File) -> None:
+    """Copy the rank file ``f``'s ``/search`` into the segment ``g`` (the inverse of
+    :func:`join`, to resume a crawl whose files were joined)."""
+    if GROUP not in f:
+        return
+    s = f[GROUP]
+    buffer = SearchBuffer(dict(zip(s.attrs["fields"], s.attrs["weights"].tolist(),
+                                   strict=True)))
+    term = np.repeat(s["terms"][:], np.diff(s["offsets"][:]))
+    doc, tf, wtf = s["docs"][:], s["tf"][:], s["wtf"][:]
+    page = (tf > 0) | (wtf > 0)
+    order = np.lexsort((term[page], doc[page]))
+    for name, column in (("term", term), ("doc", doc), ("tf", tf), ("wtf", wtf)):
+        getattr(buffer, name).append(column[page][order])
+    length, wlength = s["length"][:], s["wlength"][:]
+    titles = s["title"].asstr()[:]
+    buffer.pages = [(d, int(length[d]), float(wlength[d]), titles[d])
+                    for d in np.flatnonzero((length > 0) | (titles != "")).tolist()]
+    pair_doc = s["pairs/docs"][:]
+    pair_hash_ = np.repeat(s["pairs/terms"][:], np.diff(s["pairs/offsets"][:]))
+    order = np.argsort(pair_doc, kind="stable")
+    buffer.pair_hash.append(pair_hash_[order])
+    buffer.pair_doc.append(pair_doc[order])
+    buffer.anchor_fp.append(s["anchor/fp"][:])
+    buffer.anchor_term.append(s["anchor/term"][:])
+    buffer.anchor_tf.append(s["anchor/tf"][:])
+    buffer.seal(g)

@@ -1,0 +1,457 @@
+"""Searching a crawl: BM25F over title, headings, body and anchor text, combined with
+PageRank and phrase hits (``bspcrawl search``; the formula is in ``docs/search.md``).
+
+After the Compass report (``../shared/seeds/003_*``), whose ``weight(d) = 0.45 hit + 0.20
+log PageRank(d) + 0.35 weighted TF`` took over 10 s for a two-word query on 250,000
+documents. Here every part lies in [0, 1] and::
+
+    score(d) = 0.35 text(d) + 0.45 hit(d) + 0.20 pagerank(d)
+    text(d)  = BM25F(d) / sum of idf(t) over the query's terms
+    BM25F(d) = sum over query terms t of idf(t) x t~ / (k1 + t~)
+    t~       = wtf(t, d) / (1 - b + b wlength(d) / avg wlength)
+               + w_anchor atf(t, d) / (1 - b + b alength(d) / avg alength)
+    idf(t)   = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
+    hit(d)   = the share of the query's adjacent word pairs found adjacent in d's text
+    pagerank(d) = ln(1 + n PR(d)) / ln(1 + n), at most 1 (n pages; 0 without /rank)
+
+``plain`` mode is Lucene's BM25 (``sum idf(t) tf / (tf + k1 (1 - b + b length / avg
+length))``, the idf above: bm25s's default "lucene" method) over the raw counts of the page
+text, nothing else: ``scripts/bench_search.py`` checks it against bm25s.
+
+Each rank file is a :class:`Shard` (its ``/search`` group as numpy arrays); a
+:class:`Searcher` scores the shards with statistics summed over all of them (N, df, average
+lengths), so the scores are those of one index of the whole crawl. Under ``mpiexec`` each
+rank loads its own shard and the sums go through ``comm`` (one allreduce per query).
+
+A query's candidates are the documents holding at least one of its terms. Per term, its
+postings' term parts (``t~ / (k1 + t~)``, computed once per shard) are multiplied by the
+term's weight and added into a scratch array of one float32 per document
+(``np.add.at``); the sums are read back for the postings' documents only, the scratch
+zeroed there again, and ``np.argpartition`` picks the best: the work is proportional to the
+postings of the query's terms, not to the number of documents.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import h5py
+import numpy as np
+
+from bspcrawl.index import ranking
+from bspcrawl.index.history import History
+from bspcrawl.index.inspect import open_crawl
+from bspcrawl.index.store import rank_path
+from bspcrawl.index.terms import MAX_TERM_BYTES, term_hash
+from bspcrawl.index.warc import read_body
+from bspcrawl.robots.links import LinkCache, parse_html
+
+if TYPE_CHECKING:
+    from mpi4py import MPI
+
+K1, B = 1.5, 0.75
+"""BM25's saturation and length normalisation (bm25s's defaults)."""
+MIX = {"text": 0.35, "hit": 0.45, "pagerank": 0.20}
+"""The weights of the score's parts (Compass's)."""
+STOP_WORDS = frozenset(
+    b"a an and are as at be but by for from has have in is it its of on or that the this "
+    b"to was were will with".split())
+"""Dropped from a query with ``stop_words`` (the index keeps every word)."""
+SNIPPET_CHARS = 200
+_WORD = re.compile(rb"[a-z0-9\x80-\xff]+")
+
+
+class SearchError(Exception):
+    """A query or crawl that cannot be searched (the message says why)."""
+
+
+def query_words(query: str, stop_words: bool = False) -> list[bytes]:
+    """The words of ``query`` in order, as the index cuts terms (``index/terms.py``):
+    runs of ``[a-z0-9]`` and bytes >= 0x80 after lower-casing ASCII, at most
+    ``MAX_TERM_BYTES`` long; ``stop_words`` drops :data:`STOP_WORDS`.
+
+    >>> query_words("The Cat's HAT", stop_words=True)
+    [b'cat', b's', b'hat']
+    """
+    words = [w for w in _WORD.findall(query.encode("utf-8", "replace").lower())
+             if len(w) <= MAX_TERM_BYTES]
+    return [w for w in words if w not in STOP_WORDS] if stop_words else words
+
+
+@dataclass(slots=True)
+class Query:
+    """A query's distinct term hashes (``terms``), its adjacent word pairs' hashes
+    (``pairs``) and its words."""
+
+    words: list[bytes]
+    terms: np.ndarray
+    pairs: np.ndarray
+
+    @classmethod
+    def parse(cls, text: str, stop_words: bool = False) -> Query:
+        """The query ``text``; :class:`SearchError` if it has no word."""
+        words = query_words(text, stop_words)
+        if not words:
+            raise SearchError(f"the query {text!r} has no word to search for")
+        return cls.of_hashes(words, np.array([term_hash(w) for w in words], np.int64))
+
+    @classmethod
+    def of_hashes(cls, words: list[bytes], hashes: np.ndarray) -> Query:
+        """The query of the term ``hashes`` in order (``words``: their text, for show)."""
+        pairs = np.unique(ranking.pair_hash(hashes[:-1], hashes[1:])) if len(hashes) > 1 \
+            else np.zeros(0, np.int64)
+        _, first = np.unique(hashes, return_index=True)
+        return cls(words, hashes[np.sort(first)], pairs)
+
+
+def _span(keys: np.ndarray, offsets: np.ndarray, key: int) -> tuple[int, int]:
+    """The posting range of ``key`` in a CSR (empty when absent)."""
+    i = int(np.searchsorted(keys, key))
+    if i < len(keys) and keys[i] == key:
+        return int(offsets[i]), int(offsets[i + 1])
+    return 0, 0
+
+
+@dataclass(slots=True)
+class Totals:
+    """Statistics summed over every shard: documents (pages with text or anchor text),
+    the sums of their lengths, and pages."""
+
+    docs: int = 0
+    length: float = 0.0
+    wlength: float = 0.0
+    alength: float = 0.0
+    pages: int = 0
+
+    def add(self, other: Totals) -> Totals:
+        """The sum of two totals."""
+        return Totals(self.docs + other.docs, self.length + other.length,
+                      self.wlength + other.wlength, self.alength + other.alength,
+                      self.pages + other.pages)
+
+    def average(self, name: str) -> float:
+        """The mean of a length over the documents (1 for none, so norms stay finite)."""
+        total = getattr(self, name)
+        return total / self.docs if self.docs and total else 1.0
+
+
+class Shard:
+    """One rank file's ``/search`` index in memory, with its ``/pages`` columns."""
+
+    def __init__(self, path: Path, number: int = 0) -> None:
+        self.path, self.number = path, number
+        self.history: History | None = None
+        with h5py.File(path, "r") as f:
+            if ranking.GROUP not in f:
+                raise SearchError(f"{path} has no search index (crawled by an older "
+                                  "bspcrawl); crawl again to search it")
+            g = f[ranking.GROUP]
+            read = {name: g[name][:] for name in (
+                "terms", "offsets", "docs", "tf", "wtf", "atf", "length", "wlength",
+                "alength")}
+            self.pair_terms, self.pair_offsets = g["pairs/terms"][:], g["pairs/offsets"][:]
+            self.pair_docs = g["pairs/docs"][:]
+            self.weights = dict(zip(g.attrs["fields"], g.attrs["weights"].tolist(),
+                                    strict=True))
+            self.title_list: list[str] | None = None
+            self.content_fp = f["pages/content_fp"][:]
+            self.fetch_time = f["pages/fetch_time"][:]
+            self.url_fp = f["pages/url_fp"][:]
+            self.pagerank = f["rank/pagerank"][:] if "rank/pagerank" in f else None
+        self.terms, self.offsets, self.docs = read["terms"], read["offsets"], read["docs"]
+        self.tf, self.wtf, self.atf = read["tf"], read["wtf"], read["atf"]
+        self.length, self.wlength = read["length"], read["wlength"]
+        self.alength = read["alength"]
+        self.parts: dict[bool, np.ndarray] = {}  # plain? -> term part of each posting
+        self.scratch = np.zeros(len(self.length), np.float32)
+
+    def totals(self) -> Totals:
+        """This shard's share of the statistics."""
+        indexed = (self.length > 0) | (self.alength > 0)
+        return Totals(int(indexed.sum()), float(self.length.sum(dtype=np.float64)),
+                      float(self.wlength.sum(dtype=np.float64)),
+                      float(self.alength.sum(dtype=np.float64)), len(self.length))
+
+    def df(self, terms: np.ndarray) -> np.ndarray:
+        """The number of this shard's documents holding each term."""
+        return np.array([b - a for a, b in (_span(self.terms, self.offsets, int(t))
+                                            for t in terms)], np.int64)
+
+    def term_parts(self, totals: Totals, plain: bool, k1: float, b: float) -> np.ndarray:
+        """``t~ / (k1 + t~)`` of every posting (float32), computed once per mode."""
+        if plain not in self.parts:
+            doc = self.docs
+            if plain:  # as bm25s: the float64 quotient of float32 counts, rounded once
+                norm = k1 * ((1 - b) + b * self.length / totals.average("length"))
+                tf = self.tf.astype(np.float32)
+                self.parts[plain] = (tf / (norm[doc] + tf)).astype(np.float32)
+            else:
+                page = 1 / ((1 - b) + b * self.wlength / totals.average("wlength"))
+                anchor = self.weights["anchor"] / self.weights["body"] / (
+                    (1 - b) + b * self.alength / totals.average("alength"))
+                t = self.wtf * page[doc] + self.atf * anchor[doc]
+                self.parts[plain] = (t / (k1 + t)).astype(np.float32)
+        return self.parts[plain]
+
+    def pagerank_part(self, totals: Totals) -> np.ndarray | None:
+        """``ln(1 + n PR) / ln(1 + n)`` per page, at most 1; None without ``/rank``."""
+        if self.pagerank is None:
+            return None
+        n = max(totals.pages, 1)
+        return np.minimum(np.log1p(n * self.pagerank) / math.log1p(n), 1.0)
+
+    def title(self, doc: int) -> str:
+        """The ``<title>`` of ``doc``."""
+        if self.title_list is None:
+            with h5py.File(self.path, "r") as f:
+                self.title_list = f[ranking.GROUP]["title"].asstr()[:].tolist()
+        return self.title_list[doc]
+
+    def url(self, doc: int) -> str:
+        """The URL of ``doc``."""
+        with h5py.File(self.path, "r") as f:
+            return f["pages/url"].asstr()[doc]
+
+
+@dataclass(slots=True)
+class Hit:
+    """One result: ``shard`` and ``doc``, its ``score`` and the parts of it."""
+
+    shard: int
+    doc: int
+    score: float
+    parts: dict[str, float] = field(default_factory=dict)
+
+
+def _best(docs: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best distinct docs of (docs, scores) pairs (a doc's pairs all hold its
+    score), by score then doc id."""
+    if len(scores) > k:
+        keep = np.argpartition(scores, -k)[-k:]
+        docs, scores = docs[keep], scores[keep]
+    docs, first = np.unique(docs, return_index=True)
+    scores = scores[first]
+    order = np.lexsort((docs, -scores))
+    return docs[order], scores[order]
+
+
+class Searcher:
+    """Scores queries over ``shards`` (``comm``: the shards of the other ranks too).
+
+    ``plain``: Lucene's BM25 over raw counts only (see the module docstring).
+    """
+
+    def __init__(self, shards: list[Shard], plain: bool = False, k1: float = K1,
+                 b: float = B, mix: dict[str, float] | None = None,
+                 comm: MPI.Comm | None = None) -> None:
+        self.shards, self.plain, self.k1, self.b = shards, plain, k1, b
+        self.mix = dict(MIX if mix is None else mix)
+        self.comm = comm
+        mine = [s.totals() for s in shards]
+        every = [t for part in comm.allgather(mine) for t in part] if comm else mine
+        totals = Totals()
+        for t in every:
+            totals = totals.add(t)
+        self.totals = totals
+        self.pageranks = [s.pagerank_part(totals) for s in shards]
+
+    def idf(self, query: Query) -> np.ndarray:
+        """idf of each query term, over every shard (float32, as bm25s)."""
+        df = sum((s.df(query.terms) for s in self.shards), np.zeros(len(query.terms), np.int64))
+        if self.comm is not None:
+            df = self.comm.allreduce(df)
+        n = self.totals.docs
+        return np.log(1 + (n - df + 0.5) / (df + 0.5)).astype(np.float32) * (df > 0)
+
+    def top(self, query: Query, k: int = 10) -> list[Hit]:
+        """The ``k`` best hits of this process's shards, best first (parts not filled)."""
+        idf = self.idf(query)
+        hits: list[Hit] = []
+        for number, shard in enumerate(self.shards):
+            docs, scores = self._score(shard, self.pageranks[number], query, idf, k)
+            hits += [Hit(number, d, s) for d, s in zip(docs.tolist(), scores.tolist(),
+                                                       strict=True)]
+        hits.sort(key=lambda h: (-h.score, h.shard, h.doc))
+        return hits[:k]
+
+    def _score(self, shard: Shard, pagerank: np.ndarray | None, query: Query,
+               idf: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` best docs of one shard and their scores."""
+        parts = shard.term_parts(self.totals, self.plain, self.k1, self.b)
+        scale = idf if self.plain else idf * np.float32(
+            self.mix["text"] / max(float(idf.sum()), 1e-30))
+        lists = []
+        for t, w in zip(query.terms.tolist(), scale.tolist(), strict=True):
+            a, e = _span(shard.terms, shard.offsets, t)
+            if e > a:
+                lists.append((shard.docs[a:e], parts[a:e] * np.float32(w)))
+        if not self.plain and len(query.pairs):
+            w = np.float32(self.mix["hit"] / len(query.pairs))
+            for p in query.pairs.tolist():
+                a, e = _span(shard.pair_terms, shard.pair_offsets, p)
+                if e > a:
+                    lists.append((shard.pair_docs[a:e], np.full(e - a, w, np.float32)))
+        if not lists:
+            return np.zeros(0, np.int64), np.zeros(0, np.float32)
+        if len(lists) == 1:
+            docs, scores = lists[0]
+        else:
+            scratch = shard.scratch
+            for docs, values in lists:
+                np.add.at(scratch, docs, values)
+            docs = np.concatenate([d for d, _ in lists])
+            scores = scratch[docs]
+            scratch[docs] = 0
+        if pagerank is not None and not self.plain:
+            scores = scores + (self.mix["pagerank"] * pagerank[docs]).astype(np.float32)
+        return _best(docs, scores, k * len(lists))
+
+    def explain(self, query: Query, hit: Hit) -> dict[str, object]:
+        """Each part of ``hit``'s score: per term its counts, idf and BM25F share; the
+        phrase pairs found; PageRank; the weights."""
+        shard = self.shards[hit.shard]
+        idf = self.idf(query)
+        parts = shard.term_parts(self.totals, self.plain, self.k1, self.b)
+        terms, bm25 = [], 0.0
+        for word, t, i in zip(_distinct(query.words), query.terms.tolist(), idf.tolist(),
+                              strict=True):
+            a, e = _span(shard.terms, shard.offsets, t)
+            at = a + int(np.searchsorted(shard.docs[a:e], hit.doc))
+            found = at < e and shard.docs[at] == hit.doc
+            part = float(parts[at]) if found else 0.0
+            terms.append({"term": word.decode("utf-8", "replace"), "idf": round(i, 6),
+                          "tf": int(shard.tf[at]) if found else 0,
+                          "weighted_tf": float(shard.wtf[at]) if found else 0.0,
+                          "anchor_tf": int(shard.atf[at]) if found else 0,
+                          "bm25": round(i * part, 6)})
+            bm25 += i * part
+        out: dict[str, object] = {"terms": terms, "bm25": round(bm25, 6)}
+        if self.plain:
+            return out
+        pairs = [p for p in query.pairs.tolist()
+                 if _has(shard.pair_terms, shard.pair_offsets, shard.pair_docs, p, hit.doc)]
+        text = bm25 / max(float(idf.sum()), 1e-30)
+        hits = len(pairs) / len(query.pairs) if len(query.pairs) else 0.0
+        pr = self.pageranks[hit.shard]
+        out.update(text=round(text, 6), hit=round(hits, 6),
+                   phrase_pairs=f"{len(pairs)} of {len(query.pairs)}",
+                   pagerank=round(float(pr[hit.doc]), 6) if pr is not None else 0.0,
+                   weights=self.mix)
+        if pr is None:
+            out["pagerank_note"] = "not computed (run 'bspcrawl rank DIR'): counts 0"
+        else:
+            out["pagerank_raw"] = float(shard.pagerank[hit.doc])
+        return out
+
+
+def _distinct(words: list[bytes]) -> list[bytes]:
+    """``words`` without repeats, in order (as ``Query.terms``)."""
+    return list(dict.fromkeys(words))
+
+
+def _has(keys: np.ndarray, offsets: np.ndarray, docs: np.ndarray, key: int, doc: int) -> bool:
+    """True if ``doc`` is in the postings of ``key``."""
+    a, e = _span(keys, offsets, key)
+    at = a + int(np.searchsorted(docs[a:e], doc))
+    return bool(at < e and docs[at] == doc)
+
+
+@dataclass(slots=True)
+class Result:
+    """One search result, as ``bspcrawl search`` prints it."""
+
+    url: str
+    title: str
+    snippet: str
+    score: float
+    fetch_time: float
+    duplicates: int = 0  # exact duplicates folded into this result
+    explain: dict[str, object] | None = None
+
+
+def open_shards(out: Path, rank: int = 0, size: int = 1) -> list[Shard]:
+    """The shards of the crawl in ``out`` that process ``rank`` of ``size`` searches
+    (rank files ``rank``, ``rank + size``, ...)."""
+    with open_crawl(out) as f:
+        ranks = int(f.attrs["ranks"])
+    return [Shard(rank_path(out, r), r) for r in range(rank, ranks, size)]
+
+
+def fold_key(shard: Shard, doc: int) -> int:
+    """The key that folds duplicates into one result: the body's fingerprint (a page
+    without body is never folded)."""
+    fp = int(shard.content_fp[doc])
+    return fp if fp else -1 - (shard.number << 40 | doc)
+
+
+def search(searcher: Searcher, out: Path, text: str, k: int = 10, explain: bool = False,
+           stop_words: bool = False) -> list[Result]:
+    """The ``k`` best results of the query ``text`` over the whole crawl in ``out``;
+    duplicates are folded into the best of them. Under MPI (``searcher.comm``) every rank
+    calls it and gets the same list."""
+    query = Query.parse(text, stop_words)
+    comm = searcher.comm
+    want = 2 * k + 8
+    while True:
+        local = [(h.score, searcher.shards[h.shard].number, h.doc,
+                  fold_key(searcher.shards[h.shard], h.doc), h.shard)
+                 for h in searcher.top(query, want)]
+        gathered = comm.allgather(local) if comm else [local]
+        merged = sorted((c for part in gathered for c in part), key=lambda c: (-c[0], c[1],
+                                                                              c[2]))
+        kept: dict[int, list] = {}
+        for score, number, doc, key, _ in merged:
+            if key in kept:
+                kept[key][3] += 1
+            elif len(kept) < k:
+                kept[key] = [score, number, doc, 0]
+        if len(kept) >= k or all(len(part) < want for part in gathered):
+            break
+        want *= 4
+    mine = {s.number: i for i, s in enumerate(searcher.shards)}
+    results = {(number, doc): _result(searcher, out, query, Hit(mine[number], doc, score),
+                                      folded, explain)
+               for score, number, doc, folded in kept.values() if number in mine}
+    if comm:
+        results = {key: r for part in comm.allgather(results) for key, r in part.items()}
+    return [results[(number, doc)] for _, number, doc, _ in kept.values()]
+
+
+def _result(searcher: Searcher, out: Path, query: Query, hit: Hit, folded: int,
+            explain: bool) -> Result:
+    shard = searcher.shards[hit.shard]
+    url = shard.url(hit.doc)
+    return Result(url, shard.title(hit.doc), snippet(out, shard, hit.doc, url, query.words),
+                  round(hit.score, 6), float(shard.fetch_time[hit.doc]), folded,
+                  searcher.explain(query, hit) if explain else None)
+
+
+def snippet(out: Path, shard: Shard, doc: int, url: str, words: list[bytes]) -> str:
+    """About :data:`SNIPPET_CHARS` characters of the page's stored body text around the
+    first query word found in it ('' when no body was kept)."""
+    with h5py.File(shard.path, "r") as f:
+        if "history" not in f:
+            return ""
+        if shard.history is None:
+            shard.history = History.load(f["history"])
+        version = shard.history.latest(int(shard.url_fp[doc]), with_body=True)
+        if version is None:
+            return ""
+        path = out / f["warc/files"].asstr()[version.warc_file]
+    try:
+        body = read_body(path, version.warc_offset)
+    except (OSError, ValueError):
+        return ""
+    text = parse_html(body, url, LinkCache()).text.decode("utf-8", "replace")
+    text = text.partition("\n")[2] or text  # the body text, after the title
+    found = [m.start() for w in words for m in [re.search(
+        rf"(?<![^\W_]){re.escape(w.decode('utf-8', 'replace'))}(?![^\W_])", text, re.I)]
+        if m]
+    start = max(0, min(found, default=0) - SNIPPET_CHARS // 4)
+    piece = " ".join(text[start:start + SNIPPET_CHARS].split())
+    return ("..." if start else "") + piece + ("..." if start + SNIPPET_CHARS < len(text)
+                                               else "")
