@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from bspcrawl import __version__
+from bspcrawl.index.ranking import COMPASS_WEIGHTS as WEIGHTS
 from bspcrawl.robots.addresses import parse_networks
 from bspcrawl.urls import TRACKING_PARAMS
 
@@ -112,6 +113,17 @@ class Settings:
 
     index_flush_pages: int = _opt(2000, "pages buffered before an index segment is written")
     index_no_warc: bool = _opt(False, "keep no bodies (no WARC files; no revisits either)")
+    index_weight_title: float = _opt(WEIGHTS["title"], "search: weight of a word of the "
+                                     "<title> (Compass's tag weights; only their ratios to "
+                                     "the body's matter)")
+    index_weight_h1: float = _opt(WEIGHTS["h1"], "search: weight of a word of an <h1>")
+    index_weight_h2: float = _opt(WEIGHTS["h2"], "search: weight of a word of an <h2>")
+    index_weight_h3: float = _opt(WEIGHTS["h3"], "search: weight of a word of an <h3>")
+    index_weight_h4: float = _opt(WEIGHTS["h4"], "search: weight of a word of an <h4>")
+    index_weight_h5: float = _opt(WEIGHTS["h5"], "search: weight of a word of an <h5> (or <h6>)")
+    index_weight_body: float = _opt(WEIGHTS["body"], "search: weight of a word of any other text")
+    index_weight_anchor: float = _opt(WEIGHTS["anchor"], "search: weight of a word of the "
+                                      "anchor text of the links to a page")
     checkpoint_every: int = _opt(1000, "checkpoint every this many supersteps (0: only when "
                                  "the crawl stops)")
     log_interval: float = _opt(2.0, "seconds between progress lines", "s")
@@ -125,7 +137,7 @@ class Settings:
         positive = ("fetch_workers", "politeness_host_connections", "fetch_connect_timeout",
                     "fetch_timeout", "fetch_max_bytes", "queue_batch", "queue_bucket",
                     "queue_pending_max", "index_flush_pages",
-                    "log_interval")
+                    "log_interval", *(f"index_weight_{n}" for n in WEIGHTS))
         non_negative = ("fetch_low_speed", "fetch_max_redirects", "politeness_min_host_delay",
                         "politeness_response_factor", "politeness_max_crawl_delay",
                         "politeness_retries", "politeness_max_backoff", "robotstxt_ttl",

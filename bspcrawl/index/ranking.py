@@ -31,7 +31,7 @@ each term's docs increasing. Everything loads with one read per column into nump
 While the crawl runs, :class:`SearchBuffer` collects each committed page's postings and
 the anchor text of the links this rank receives (for the pages of the hosts it owns,
 fetched yet or not), keyed by the target's URL fingerprint; each segment holds a
-``search`` group of what its stretch added, and :func:`join` credits the anchor text to
+``search`` group of what its stretch added, and :func:`save` credits the anchor text to
 the pages fetched (by ``/pages/url_fp``) when the segments become the rank file.
 """
 
@@ -44,8 +44,8 @@ import numpy as np
 
 from bspcrawl.index.terms import TermCounts
 
-__all__ = ["COMPASS_WEIGHTS", "FIELDS", "GROUP", "Postings", "SearchBuffer", "csr", "join",
-           "pair_hash", "split", "write"]
+__all__ = ["COMPASS_WEIGHTS", "FIELDS", "GROUP", "Postings", "SearchBuffer", "collect", "csr",
+           "pair_hash", "save", "split", "weights_of", "write"]
 
 GROUP = "search"
 FORMAT = "bspcrawl-search"
@@ -177,12 +177,13 @@ class SearchBuffer:
             self.anchor_tf.append(np.concatenate([c.tf for c in counts]))
 
     def seal(self, f: h5py.File) -> None:
-        """Write what was added since the last seal into the segment ``f``; clear it."""
+        """Write what was added since the last :meth:`clear` into the segment ``f``."""
         g = f.create_group(GROUP)
         cat = _concat
         g["postings/term"], g["postings/doc"] = cat(self.term, np.int64), cat(self.doc, np.int32)
         g["postings/tf"], g["postings/wtf"] = cat(self.tf, np.int32), cat(self.wtf, np.float32)
-        docs, lengths, wlengths, titles = zip(*self.pages) if self.pages else ((), (), (), ())
+        docs, lengths, wlengths, titles = (zip(*self.pages, strict=True) if self.pages
+                                           else ((), (), (), ()))
         g["pages/doc"] = np.array(docs, np.int64)
         g["pages/length"] = np.array(lengths, np.int32)
         g["pages/wlength"] = np.array(wlengths, np.float32)
@@ -193,31 +194,43 @@ class SearchBuffer:
         g["anchor/fp"], g["anchor/term"] = cat(self.anchor_fp, np.int64), cat(self.anchor_term,
                                                                                np.int64)
         g["anchor/tf"] = cat(self.anchor_tf, np.int32)
-        self.clear()
 
 
 def _concat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
     return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype)
 
 
-def _column(parts: list[h5py.File], name: str, dtype: type) -> np.ndarray:
-    """A ``search`` column of every segment, concatenated (none: a segment of a bspcrawl
-    without search index)."""
-    return _concat([p[GROUP][name][:] for p in parts if GROUP in p], dtype)
+COLUMNS = {"postings/term": np.int64, "postings/doc": np.int32, "postings/tf": np.int32,
+           "postings/wtf": np.float32, "pages/doc": np.int64, "pages/length": np.int32,
+           "pages/wlength": np.float32, "pairs/hash": np.int64, "pairs/doc": np.int32,
+           "anchor/fp": np.int64, "anchor/term": np.int64, "anchor/tf": np.int32}
+"""The columns of a segment's ``search`` group (and ``pages/title``, str)."""
 
 
-def join(f: h5py.File, parts: list[h5py.File], url_fp: np.ndarray,
+def weights_of(settings: dict) -> dict[str, float]:
+    """The field weights of a crawl's settings (``index_weight_*``; Compass's when a
+    crawl of an older bspcrawl has none)."""
+    return {name: float(settings.get(f"index_weight_{name}", w))
+            for name, w in COMPASS_WEIGHTS.items()}
+
+
+def collect(parts: list[h5py.File]) -> dict[str, np.ndarray]:
+    """The ``search`` columns of every segment, concatenated (a segment of a bspcrawl
+    without search index adds nothing)."""
+    ours = [p[GROUP] for p in parts if GROUP in p]
+    out = {name: _concat([g[name][:] for g in ours], dtype) for name, dtype in COLUMNS.items()}
+    out["pages/title"] = np.array([t for g in ours for t in g["pages/title"].asstr()[:]],
+                                  dtype=object)
+    return out
+
+
+def save(f: h5py.File, c: dict[str, np.ndarray], url_fp: np.ndarray,
          weights: dict[str, float]) -> None:
-    """Write ``/search`` into the rank file ``f`` from its segments ``parts``, crediting
-    the anchor text to the fetched pages (``url_fp``: ``/pages/url_fp``; the latest row
-    of a URL fetched twice)."""
+    """Write ``/search`` into the rank file ``f`` from its segments' columns ``c``
+    (:func:`collect`), crediting the anchor text to the fetched pages (``url_fp``:
+    ``/pages/url_fp``; the latest row of a URL fetched twice)."""
     n = len(url_fp)
-    term, doc = _column(parts, "postings/term", np.int64), _column(parts, "postings/doc",
-                                                                    np.int32)
-    tf, wtf = _column(parts, "postings/tf", np.int32), _column(parts, "postings/wtf",
-                                                                np.float32)
-    a_fp, a_term = _column(parts, "anchor/fp", np.int64), _column(parts, "anchor/term", np.int64)
-    a_tf = _column(parts, "anchor/tf", np.int32)
+    a_fp, a_tf = c["anchor/fp"], c["anchor/tf"]
     last = n - 1 - np.unique(url_fp[::-1], return_index=True)[1]  # latest row of each fp
     by_fp = last[np.argsort(url_fp[last])]
     at = np.minimum(np.searchsorted(url_fp[by_fp], a_fp), max(len(by_fp) - 1, 0))
@@ -225,40 +238,36 @@ def join(f: h5py.File, parts: list[h5py.File], url_fp: np.ndarray,
     a_doc = by_fp[at[hit]].astype(np.int32)
     alength = np.bincount(a_doc, a_tf[hit], minlength=n)
     # page postings and anchor postings, summed by (doc, term), in doc order
-    all_term = np.concatenate((term, a_term[hit]))
-    all_doc = np.concatenate((doc, a_doc))
-    order = np.lexsort((all_term, all_doc))
-    all_term, all_doc = all_term[order], all_doc[order]
-    first = np.flatnonzero(np.concatenate(([True], (all_term[1:] != all_term[:-1])
-                                           | (all_doc[1:] != all_doc[:-1]))))
+    term = np.concatenate((c["postings/term"], c["anchor/term"][hit]))
+    doc = np.concatenate((c["postings/doc"], a_doc))
+    order = np.lexsort((term, doc))
+    term, doc = term[order], doc[order]
+    first = np.flatnonzero(np.concatenate(([True], (term[1:] != term[:-1])
+                                           | (doc[1:] != doc[:-1])))) if len(term) else _NO_INT
+    pages, anchors = len(c["postings/term"]), int(hit.sum())
 
-    def summed(values: np.ndarray, anchor: np.ndarray, dtype: type) -> np.ndarray:
-        v = np.concatenate((values, anchor))[order]
+    def summed(page: np.ndarray | None, anchor: np.ndarray | None, dtype: type) -> np.ndarray:
+        v = np.concatenate((np.zeros(pages, dtype) if page is None else page,
+                            np.zeros(anchors, dtype) if anchor is None else anchor))[order]
         return np.add.reduceat(v, first).astype(dtype) if len(v) else v.astype(dtype)
 
-    postings = Postings(all_term[first], all_doc[first],
-                        summed(tf, np.zeros(int(hit.sum()), np.int32), np.int32),
-                        summed(wtf, np.zeros(int(hit.sum()), np.float32), np.float32),
-                        summed(np.zeros(len(term), np.int32), a_tf[hit], np.int32))
-    page_doc = _column(parts, "pages/doc", np.int64)
-    length = np.zeros(n, np.int32)
-    wlength = np.zeros(n, np.float32)
-    length[page_doc] = _column(parts, "pages/length", np.int32)
-    wlength[page_doc] = _column(parts, "pages/wlength", np.float32)
-    titles = [""] * n
-    for d, t in zip(page_doc.tolist(), [t for p in parts if GROUP in p for t in
-                                        p[GROUP]["pages/title"].asstr()[:]], strict=True):
-        titles[d] = t
-    pair_doc = _column(parts, "pairs/doc", np.int32)
-    pair_hash_ = _column(parts, "pairs/hash", np.int64)
-    write(f, postings, (pair_hash_, pair_doc), length, wlength, alength, titles, weights)
+    postings = Postings(term[first], doc[first], summed(c["postings/tf"], None, np.int32),
+                        summed(c["postings/wtf"], None, np.float32),
+                        summed(None, a_tf[hit], np.int32))
+    page_doc = c["pages/doc"]
+    length, wlength = np.zeros(n, np.int32), np.zeros(n, np.float32)
+    length[page_doc], wlength[page_doc] = c["pages/length"], c["pages/wlength"]
+    titles = np.full(n, "", dtype=object)
+    titles[page_doc] = c["pages/title"]
+    write(f, postings, (c["pairs/hash"], c["pairs/doc"]), length, wlength, alength,
+          titles.tolist(), weights)
     g = f[GROUP]
-    g["anchor/fp"], g["anchor/term"], g["anchor/tf"] = a_fp, a_term, a_tf
+    g["anchor/fp"], g["anchor/term"], g["anchor/tf"] = a_fp, c["anchor/term"], a_tf
 
 
 def split(f: h5py.File, g: h5py.File) -> None:
     """Copy the rank file ``f``'s ``/search`` into the segment ``g`` (the inverse of
-    :func:`join`, to resume a crawl whose files were joined)."""
+    :func:`save`, to resume a crawl whose files were joined)."""
     if GROUP not in f:
         return
     s = f[GROUP]

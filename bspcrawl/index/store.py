@@ -19,7 +19,8 @@ graph in CSR form (``url_fp`` of each out-link, page by page); ``/index/terms``,
 ``/index/offsets``, ``/index/docs``, ``/index/tf``, the inverted index in CSR form (terms
 sorted, each term's doc ids increasing); ``/stats``, one row per superstep
 (``counters.STATS_DTYPE``); ``/history``, ``/validators`` and ``/warc/files``
-(:mod:`bspcrawl.index.archive`). ``docs/output.md`` documents them all, its tables generated
+(:mod:`bspcrawl.index.archive`); ``/search``, the index for ranking
+(:mod:`bspcrawl.index.ranking`). ``docs/output.md`` documents them all, its tables generated
 from :data:`PAGES` and the counters (``scripts/gen_docs.py``).
 
 Root attributes: ``format`` ("bspcrawl-rank"), ``version``, ``rank``, ``ranks``,
@@ -44,6 +45,7 @@ import numpy as np
 from bspcrawl import __version__
 from bspcrawl.counters import STATS_DTYPE
 from bspcrawl.index import archive as archive_mod
+from bspcrawl.index import ranking
 from bspcrawl.index.archive import Archive
 from bspcrawl.index.simhash import simhash
 from bspcrawl.index.terms import TermCounts, term_hash
@@ -149,6 +151,7 @@ class RankStore:
         self.batch_docs: list[int] = []  # doc ids of the buffered pages
         self.batch_lens: list[int] = []  # and their number of distinct terms
         self.docs = self.pages_ok = self.errors = self.bytes = 0
+        self.search = ranking.SearchBuffer(ranking.weights_of(settings))
         segment_dir(out, rank).mkdir(parents=True, exist_ok=True)
         if resume_at is not None:
             self._resume(resume_at)
@@ -254,6 +257,7 @@ class RankStore:
                                                     dtype=object), dtype=VOCAB)
             f["vocab_hash"] = np.fromiter(self.new_terms, np.int64, len(self.new_terms))
             f.create_dataset("stats", data=np.array(self.stats_buffer, dtype=STATS_DTYPE))
+            self.search.seal(f)
             f.attrs.update(superstep=superstep, docs=self.docs, pages_ok=self.pages_ok,
                            errors=self.errors, bytes=self.bytes, started=self.started)
             if rows is not None:
@@ -268,6 +272,7 @@ class RankStore:
         self.stats_buffer.clear()
         self.link_buffer, self.link_counts = [], []
         self.batch_terms, self.batch_tfs, self.batch_docs, self.batch_lens = [], [], [], []
+        self.search.clear()
 
     def carry(self, previous: Path, owns: Callable[[int], bool]) -> None:
         """Begin a recrawl: seal this rank's share (the hosts it ``owns``, by host hash)
@@ -338,6 +343,7 @@ def join_segments(out: Path, rank: int, ranks: int, settings: dict, complete: bo
         stats = np.concatenate([p["stats"][:] for p in parts] + [np.zeros(0, STATS_DTYPE)])
         started = float(parts[0].attrs["started"]) if parts else time.time()
         kept = archive_mod.collect(parts, out, rank)
+        search = ranking.collect(parts)
     finally:
         for p in parts:
             p.close()
@@ -359,6 +365,7 @@ def join_segments(out: Path, rank: int, ranks: int, settings: dict, complete: bo
         f["index/tf"] = tfs[order]
         f.create_dataset("stats", data=stats, maxshape=(None,))
         archive_mod.save(f, *kept)
+        ranking.save(f, search, columns["url_fp"], ranking.weights_of(settings))
 
     path = rank_path(out, rank)
     write_atomically(path, fill)
@@ -393,6 +400,7 @@ def split_rank_file(out: Path, rank: int, superstep: int) -> None:
                            bytes=int(pages["length"][pages["revisit"] == 0].sum()),
                            started=float(f.attrs["started"]))
             archive_mod.split(f, g)
+            ranking.split(f, g)
 
         write_atomically(segment_dir(out, rank) / f"{superstep:010d}.h5", fill)
     path.unlink()

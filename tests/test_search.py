@@ -1,0 +1,159 @@
+"""Searching: BM25 and BM25F scores against a hand computation on a tiny corpus, phrase
+hits, anchor text credited at the join, duplicates folded, the CLI's output and errors."""
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bspcrawl.index import ranking
+from bspcrawl.index.output import join
+from bspcrawl.index.store import RankStore
+from bspcrawl.index.terms import count_terms, term_hash
+from bspcrawl.messages import FetchJob, FetchResult
+from bspcrawl.search import K1, MIX, B, Query, Searcher, open_shards, query_words, search
+from bspcrawl.settings import Settings
+
+PAGES = [  # url, title, body text
+    ("http://a.test/1", "apple pie", "apple apple banana"),
+    ("http://a.test/2", "banana split", "cherry banana"),
+    ("http://a.test/3", "cherry", "date"),
+    ("http://a.test/4", "fig", "grape apple pie fig"),
+]
+
+
+def pairs_of(text: bytes) -> np.ndarray:
+    hashes = np.array([term_hash(w) for w in query_words(text.decode())], np.int64)
+    return np.unique(ranking.pair_hash(hashes[:-1], hashes[1:]))
+
+
+def build(out, pages=PAGES, anchors=(), bodies=None):
+    """A one-rank crawl of ``pages`` written through the store, with ``anchors`` ((target
+    url, text)) received; ``bodies``: the content fingerprint of each page."""
+    store = RankStore(out, 0, 1, Settings().to_dict(), flush_pages=2)
+    for i, (url, title, body) in enumerate(pages):
+        job = FetchJob(seq=i, index=0, url=url, host="a.test")
+        result = FetchResult(job, status=200, content_type="text/html", started=1e9 + i)
+        text = f"{title}\n{body}".encode()
+        terms = count_terms(text)
+        doc = store.commit(result, i + 100, "", [], terms, bodies[i] if bodies else i + 1)
+        store.search.add_page(doc, terms, {"title": count_terms(title.encode())}, title,
+                              pairs_of(text))
+        if i == 1:
+            store.seal(1)  # the anchors and pages of two segments are joined
+    fps = {url: i + 100 for i, (url, _, _) in enumerate(pages)}
+    store.search.add_anchors(np.array([fps.get(u, 7) for u, _ in anchors], np.int64),
+                             [count_terms(t.encode()) for _, t in anchors])
+    store.close(2)
+    join(out, 1, {"supersteps": 2, "urls_seen": len(pages), "wall_s": 1.0,
+                  "stopped": "done", "seeds": pages[0][0]})
+    return out
+
+
+def idf(df, n):
+    return math.log(1 + (n - df + 0.5) / (df + 0.5))
+
+
+def words(text):
+    return text.split()
+
+
+def test_query_words_cut_as_the_index_does():
+    text = "Ünïcode café, the CAT-flap x" + "z" * 70 + " 42"
+    assert sorted(term_hash(w) for w in set(query_words(text))) == \
+        count_terms(text.encode()).hashes.tolist()
+    assert query_words("The cat of the hat", stop_words=True) == [b"cat", b"hat"]
+
+
+def test_plain_bm25_equals_a_hand_computation(tmp_path):
+    searcher = Searcher(open_shards(build(tmp_path)), plain=True)
+    texts = [words(f"{t} {b}") for _, t, b in PAGES]
+    avg = sum(map(len, texts)) / len(texts)
+
+    def expect(doc, query):
+        total = 0.0
+        for q in query:
+            tf = texts[doc].count(q)
+            df = sum(q in t for t in texts)
+            total += idf(df, len(texts)) * tf / (tf + K1 * (1 - B + B * len(texts[doc]) / avg))
+        return total
+
+    hits = searcher.top(Query.parse("apple banana"), 10)
+    assert [h.doc for h in hits] == [0, 1, 3]
+    for h in hits:
+        assert h.score == pytest.approx(expect(h.doc, ["apple", "banana"]), rel=1e-6)
+
+
+def test_bm25f_weights_the_title_and_adds_phrase_hits(tmp_path):
+    searcher = Searcher(open_shards(build(tmp_path)))
+    w = ranking.COMPASS_WEIGHTS["title"] / ranking.COMPASS_WEIGHTS["body"]
+    wtf = [{q: words(b).count(q) + w * words(t).count(q) for q in ("apple", "pie", "fig")}
+           for _, t, b in PAGES]
+    wlen = [len(words(b)) + w * len(words(t)) for _, t, b in PAGES]
+    avg = sum(wlen) / len(wlen)
+
+    def expect(doc, hit, query=("apple", "pie")):
+        idfs = {q: idf(sum(wtf[d][q] > 0 for d in range(4)), 4) for q in query}
+        bm25 = 0.0
+        for q, i in idfs.items():
+            t = wtf[doc][q] / (1 - B + B * wlen[doc] / avg)
+            bm25 += i * t / (K1 + t)
+        return MIX["text"] * bm25 / sum(idfs.values()) + MIX["hit"] * hit
+
+    hits = searcher.top(Query.parse("apple pie"), 10)
+    assert [h.doc for h in hits] == [0, 3]  # both hold "apple pie"; doc 0 in its title
+    assert hits[0].score == pytest.approx(expect(0, 1.0), rel=1e-5)
+    assert hits[1].score == pytest.approx(expect(3, 1.0), rel=1e-5)
+    explained = searcher.explain(Query.parse("apple pie"), hits[0])
+    assert explained["hit"] == 1.0 and explained["phrase_pairs"] == "1 of 1"
+    assert [t["tf"] for t in explained["terms"]] == [3, 1]
+    assert "not computed" in explained["pagerank_note"]
+    # "apple fig" is no phrase of any page: text only
+    apart = searcher.top(Query.parse("apple fig"), 10)
+    assert apart[0].doc == 3
+    assert apart[0].score == pytest.approx(expect(3, 0.0, ("apple", "fig")), rel=1e-5)
+
+
+def test_anchor_text_is_credited_to_the_target_page(tmp_path):
+    anchors = [("http://a.test/3", "zucchini recipes"), ("http://a.test/9", "zucchini")]
+    searcher = Searcher(open_shards(build(tmp_path, anchors=anchors)))
+    hits = searcher.top(Query.parse("zucchini"), 10)
+    assert [h.doc for h in hits] == [2]  # the page not fetched gets nothing
+    assert searcher.explain(Query.parse("zucchini"), hits[0])["terms"][0]["anchor_tf"] == 1
+    assert searcher.totals.alength == 2
+
+
+def test_duplicates_fold_into_the_best_result(tmp_path):
+    pages = [(f"http://a.test/{i}", "same", "kiwi kiwi") for i in range(3)]
+    pages.append(("http://a.test/x", "other", "kiwi"))
+    out = build(tmp_path, pages, bodies=[5, 5, 5, 6])
+    results = search(Searcher(open_shards(out)), out, "kiwi", k=10)
+    assert [(r.url, r.duplicates) for r in results] == [("http://a.test/0", 2),
+                                                       ("http://a.test/x", 0)]
+
+
+def run(*args):
+    return subprocess.run([sys.executable, "-m", "bspcrawl", "search", *map(str, args)],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_cli_json_shape_and_errors(tmp_path):
+    out = build(tmp_path / "crawl")
+    res = run(out, "apple pie", "--json", "--explain", "--top", "1")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["query"] == "apple pie" and len(doc["results"]) == 1
+    first = doc["results"][0]
+    assert set(first) == {"url", "title", "snippet", "score", "fetch_time", "duplicates",
+                          "explain"}
+    assert first["url"] == "http://a.test/1" and first["title"] == "apple pie"
+    assert first["fetch_time"] == 1e9
+    text = run(out, "cherry")
+    assert text.returncode == 0 and "http://a.test/3" in text.stdout.splitlines()[1]
+    for args in ((tmp_path / "nowhere", "x"), (out, " ,; "), (out, "x", "--top", "0")):
+        bad = run(*args)
+        assert bad.returncode == 2 and bad.stdout == ""
+        assert bad.stderr.startswith("bspcrawl: error: ") and len(bad.stderr.splitlines()) == 1
