@@ -163,8 +163,8 @@ class Frontier:
             elif spent := budgets.take(link.url):
                 self.stats[spent] += 1
             else:
-                self.seen.add(fp)
-                self.links[fp] = link
+                self.seen.add(fp)  # (its anchor text was credited: not kept while queued)
+                self.links[fp] = Link(link.url, link.depth, link.hops) if link.anchor else link
                 ids.append(fp)
                 prios.append(-float(link.depth))
         if ids:

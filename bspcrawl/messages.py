@@ -21,15 +21,35 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 FETCHED, NOT_MODIFIED, FRESH = 0, 1, 2  # FetchResult.revisit, /pages/revisit
+ANCHOR_BYTES = 100
+"""The most UTF-8 bytes of anchor text a link carries (:func:`clip_anchor`)."""
 
 
 @dataclass(slots=True, frozen=True)
 class Link:
-    """A URL travelling to its owner: its depth from a seed and its redirect hops so far."""
+    """A URL travelling to its owner: its depth from a seed, its redirect hops so far and
+    the anchor text of the link (:func:`clip_anchor`; '' for none), which the owner
+    credits to the target page (``docs/search.md``)."""
 
     url: str
     depth: int = 0
     hops: int = 0
+    anchor: str = ""
+
+
+def clip_anchor(text: str) -> str:
+    """``text`` with its whitespace collapsed to single spaces, cut to at most
+    :data:`ANCHOR_BYTES` UTF-8 bytes at a character boundary.
+
+    >>> clip_anchor("  Read\\n the   manual ") + "|" + clip_anchor("é" * 60)[-2:]
+    'Read the manual|éé'
+    >>> len(clip_anchor("é" * 60).encode())
+    100
+    """
+    text = " ".join(text.split())
+    if len(text) * 4 <= ANCHOR_BYTES:  # (a character is at most 4 bytes)
+        return text
+    return text.encode()[:ANCHOR_BYTES].decode("utf-8", "ignore")
 
 
 @dataclass(slots=True)

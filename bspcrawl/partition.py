@@ -18,8 +18,10 @@ rank deals the announced hosts the same way (refusing those past their domain's 
 costs a dict entry and 8 bytes per host on every rank (about 110 bytes: 10^6 hosts,
 110 MB per rank), and a dict entry per registered domain.
 
-A batch is the UTF-8 text of one record per line, ``depth hops url``; a WHATWG-serialised
-URL holds no space or newline, so the format needs no escaping. Batches travel as numpy
+A batch is the UTF-8 text of one record per line, ``depth hops url`` or ``depth hops url
+anchor``; a WHATWG-serialised URL holds no space or newline, and anchor text (at most
+``messages.ANCHOR_BYTES`` = 100 bytes, whitespace collapsed: ``messages.clip_anchor``) no
+newline, so the format needs no escaping. Batches travel as numpy
 uint8 buffers (``Alltoallv`` counts first), never as pickled lists.
 """
 
@@ -164,32 +166,37 @@ def read_notices(values: np.ndarray, found: np.ndarray, rank: int
 
 
 def links_to_arrays(links: list[Link], prefix: str = "") -> dict[str, np.ndarray]:
-    """Links as checkpoint columns: ``{prefix}url`` (str), ``{prefix}depth`` and
-    ``{prefix}hops`` (int32)."""
+    """Links as checkpoint columns: ``{prefix}url`` and ``{prefix}anchor`` (str),
+    ``{prefix}depth`` and ``{prefix}hops`` (int32)."""
     return {f"{prefix}url": np.array([x.url for x in links], dtype=object),
             f"{prefix}depth": np.array([x.depth for x in links], dtype=np.int32),
-            f"{prefix}hops": np.array([x.hops for x in links], dtype=np.int32)}
+            f"{prefix}hops": np.array([x.hops for x in links], dtype=np.int32),
+            f"{prefix}anchor": np.array([x.anchor for x in links], dtype=object)}
 
 
 def links_from_arrays(arrays: dict[str, np.ndarray], prefix: str = "") -> list[Link]:
-    """Inverse of :func:`links_to_arrays`."""
-    return [Link(u, d, h) for u, d, h in zip(
-        arrays[f"{prefix}url"].astype(str).tolist(), arrays[f"{prefix}depth"].tolist(),
-        arrays[f"{prefix}hops"].tolist(), strict=True)]
+    """Inverse of :func:`links_to_arrays` (a checkpoint older than anchor text has none)."""
+    urls = arrays[f"{prefix}url"].astype(str).tolist()
+    anchors = arrays[f"{prefix}anchor"].astype(str).tolist() \
+        if f"{prefix}anchor" in arrays else [""] * len(urls)
+    return [Link(u, d, h, a) for u, d, h, a in zip(
+        urls, arrays[f"{prefix}depth"].tolist(), arrays[f"{prefix}hops"].tolist(), anchors,
+        strict=True)]
 
 
 def encode(links: list[Link]) -> bytes:
     """One batch as bytes (see the module docstring)."""
-    return "".join(f"{x.depth} {x.hops} {x.url}\n" for x in links).encode()
+    return "".join(f"{x.depth} {x.hops} {x.url} {x.anchor}\n" if x.anchor
+                   else f"{x.depth} {x.hops} {x.url}\n" for x in links).encode()
 
 
 def decode(data: bytes | np.ndarray) -> list[Link]:
     """Inverse of :func:`encode`; a malformed line raises ValueError."""
     text = bytes(data).decode()
     out = []
-    for line in text.splitlines():
-        depth, hops, url = line.split(" ", 2)
-        out.append(Link(url, int(depth), int(hops)))
+    for line in text.split("\n")[:-1]:
+        depth, hops, url, *anchor = line.split(" ", 3)
+        out.append(Link(url, int(depth), int(hops), anchor[0] if anchor else ""))
     return out
 
 

@@ -5,8 +5,18 @@ import random
 
 import numpy as np
 
-from bspcrawl.messages import Link
-from bspcrawl.partition import REFUSED, Directory, decode, encode, host_pair, pack, unpack
+from bspcrawl.messages import ANCHOR_BYTES, Link, clip_anchor
+from bspcrawl.partition import (
+    REFUSED,
+    Directory,
+    decode,
+    encode,
+    host_pair,
+    links_from_arrays,
+    links_to_arrays,
+    pack,
+    unpack,
+)
 from bspcrawl.urls import host_key
 
 URLS = [f"http://127.1.0.{h}:8765/p{i}.html" for h in range(1, 60) for i in range(3)]
@@ -61,8 +71,19 @@ def test_unknown_hosts_are_held_and_snapshot_restores_onto_any_size():
 
 
 def test_encode_decode_round_trip_keeps_order_and_fields():
-    links = [Link("http://a.example/x?q=1%20", 3, 1), Link("https://b.example/é", 0, 0)]
+    links = [Link("http://a.example/x?q=1%20", 3, 1), Link("https://b.example/é", 0, 0),
+             Link("http://c.example/", 1, 0, clip_anchor("Read  the\u2028 café\x85 manual")),
+             Link("http://d.example/", 2, 0, clip_anchor("x " * 500))]
     assert decode(encode(links)) == links
+    assert links[2].anchor == "Read the café manual" and len(links[3].anchor) == ANCHOR_BYTES
+
+
+def test_links_of_a_checkpoint_keep_their_anchor_text_and_older_ones_have_none():
+    links = [Link("http://a/1", 1, 0, "the manual"), Link("http://a/2")]
+    arrays = links_to_arrays(links, "held_")
+    assert links_from_arrays(arrays, "held_") == links
+    del arrays["held_anchor"]
+    assert [x.anchor for x in links_from_arrays(arrays, "held_")] == ["", ""]
 
 
 def test_pack_unpack_concatenates_rank_batches():
