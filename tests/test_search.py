@@ -157,3 +157,30 @@ def test_cli_json_shape_and_errors(tmp_path):
         bad = run(*args)
         assert bad.returncode == 2 and bad.stdout == ""
         assert bad.stderr.startswith("bspcrawl: error: ") and len(bad.stderr.splitlines()) == 1
+
+
+def test_pagerank_part_once_the_crawl_is_ranked(tmp_path):
+    import h5py
+
+    out = build(tmp_path)
+    with h5py.File(out / "rank-0000.h5", "r+") as f:
+        f["rank/pagerank"] = np.array([0.0, 0.0, 0.0, 1.0])
+    searcher = Searcher(open_shards(out))
+    hits = searcher.top(Query.parse("apple"), 10)
+    assert [h.doc for h in hits] == [3, 0]  # PageRank lifts page 4 over the better text
+    explained = searcher.explain(Query.parse("apple"), hits[0])
+    assert explained["pagerank"] == 1.0  # ln(1 + 4 x 1) / ln(1 + 4)
+    assert explained["pagerank_raw"] == 1.0 and "pagerank_note" not in explained
+    assert hits[0].score == pytest.approx(MIX["text"] * explained["text"]
+                                          + MIX["pagerank"] * explained["pagerank"], rel=1e-5)
+
+
+def test_a_crawl_without_search_index_is_one_error_line(tmp_path):
+    import h5py
+
+    out = build(tmp_path / "crawl")
+    with h5py.File(out / "rank-0000.h5", "r+") as f:
+        del f["search"]
+    bad = run(out, "apple")
+    assert bad.returncode == 2 and "no search index" in bad.stderr
+    assert len(bad.stderr.splitlines()) == 1
