@@ -166,7 +166,7 @@ class Shard:
         self.tf, self.wtf, self.atf = read["tf"], read["wtf"], read["atf"]
         self.length, self.wlength = read["length"], read["wlength"]
         self.alength = read["alength"]
-        self.parts: dict[bool, np.ndarray] = {}  # plain? -> term part of each posting
+        self.parts: dict[object, np.ndarray] = {}  # plain? -> term part of each posting
         self.scratch = np.zeros(len(self.length), np.float32)
 
     def totals(self) -> Totals:
@@ -196,6 +196,15 @@ class Shard:
                 t = self.wtf * page[doc] + self.atf * anchor[doc]
                 self.parts[plain] = (t / (k1 + t)).astype(np.float32)
         return self.parts[plain]
+
+    def highest_parts(self, plain: bool) -> np.ndarray:
+        """The highest term part of each term's postings (after :meth:`term_parts`)."""
+        key = ("highest", plain)
+        if key not in self.parts:
+            parts = self.parts[plain]
+            self.parts[key] = np.maximum.reduceat(parts, self.offsets[:-1]) if len(parts) \
+                else np.zeros(0, np.float32)
+        return self.parts[key]
 
     def pagerank_part(self, totals: Totals) -> np.ndarray | None:
         """``ln(1 + n PR) / ln(1 + n)`` per page, at most 1; None without ``/rank``."""
@@ -228,15 +237,102 @@ class Hit:
 
 
 def _best(docs: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` best distinct docs of (docs, scores) pairs (a doc's pairs all hold its
-    score), by score then doc id."""
+    """The ``k`` best of distinct ``docs`` by score, then doc id (so a tie at the k-th
+    place keeps the lowest doc ids, whatever the order of the postings)."""
     if len(scores) > k:
-        keep = np.argpartition(scores, -k)[-k:]
+        keep = np.flatnonzero(scores >= np.partition(scores, -k)[-k])
         docs, scores = docs[keep], scores[keep]
-    docs, first = np.unique(docs, return_index=True)
-    scores = scores[first]
-    order = np.lexsort((docs, -scores))
+    order = np.lexsort((docs, -scores))[:k]
     return docs[order], scores[order]
+
+
+ENUMERATED = 1 << 16
+"""Postings a query enumerates before it tries to prune (see :func:`_pruned`)."""
+
+
+@dataclass(slots=True)
+class _List:
+    """One query term's (or word pair's) postings in a shard: docs, term parts (None:
+    1 each), the term's weight, and the most any doc can get from it."""
+
+    docs: np.ndarray
+    parts: np.ndarray | None
+    weight: np.float32
+    bound: float
+
+    def values(self, at: np.ndarray | slice = slice(None)) -> np.ndarray:
+        """Weight x term part of the postings ``at`` (float32, as bm25s rounds them)."""
+        if self.parts is None:
+            return np.full(len(self.docs[at]), self.weight, np.float32)
+        return self.parts[at] * self.weight
+
+    def lookup(self, docs: np.ndarray) -> np.ndarray:
+        """Weight x term part for each of ``docs`` (increasing); 0 where absent."""
+        at = np.minimum(np.searchsorted(self.docs, docs), len(self.docs) - 1)
+        return np.where(self.docs[at] == docs, self.values(at), np.float32(0))
+
+
+def _every(scratch: np.ndarray, lists: list[_List], pagerank: np.ndarray | None,
+           k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best docs by every posting of ``lists`` (``scratch``: zeros, one per doc,
+    left zero): summed into ``scratch`` term by term (``np.add.at``, in query order, as
+    bm25s sums), then read back at the postings' docs, or, when the postings outnumber a
+    quarter of the docs, the best taken from all of ``scratch``."""
+    for x in lists:
+        np.add.at(scratch, x.docs, x.values())
+    if 4 * sum(len(x.docs) for x in lists) < len(scratch):
+        docs = np.unique(np.concatenate([x.docs for x in lists]))
+        scores = scratch[docs]
+        scratch[docs] = 0
+        if pagerank is not None:
+            scores = scores + pagerank[docs]
+        return _best(docs, scores, k)
+    if pagerank is not None:
+        np.add(scratch, pagerank, out=scratch, where=scratch > 0)
+    kth = np.partition(scratch, -k)[-k] if k < len(scratch) else 0
+    docs = np.flatnonzero(scratch >= kth) if kth > 0 else np.flatnonzero(scratch)
+    scores = scratch[docs]
+    scratch.fill(0)
+    return _best(docs, scores, k)
+
+
+def _pruned(lists: list[_List], pagerank: np.ndarray | None, k: int
+            ) -> tuple[np.ndarray, np.ndarray] | None:
+    """The ``k`` best docs, enumerating only the shortest lists (MaxScore, Turtle and
+    Flood 1995): the docs of the shortest lists, up to :data:`ENUMERATED` postings, are
+    the candidates, scored exactly (the other lists looked up by binary search); a doc in
+    none of them scores at most the sum of the other lists' bounds (and the highest
+    PageRank part), so if the k-th best candidate scores more, the candidates' best are
+    the best. None when they do not, or when even the shortest list is too long (then
+    every posting must be summed)."""
+    order = sorted(range(len(lists)), key=lambda i: len(lists[i].docs))
+    enumerated, count = set(), 0
+    for i in order:
+        if count + len(lists[i].docs) > ENUMERATED:
+            break
+        enumerated.add(i)
+        count += len(lists[i].docs)
+    rest = [x for i, x in enumerate(lists) if i not in enumerated]
+    if not rest or not enumerated:
+        return None
+    bound = sum(x.bound for x in rest) + (float(pagerank.max()) if pagerank is not None
+                                          else 0.0)
+    docs = np.unique(np.concatenate([lists[i].docs for i in sorted(enumerated)]))
+    if len(docs) < k:
+        return None
+    scores = np.zeros(len(docs), np.float32)
+    for x in lists:  # in query order, as _every sums
+        scores += x.lookup(docs)
+    if pagerank is not None:
+        scores = scores + pagerank[docs]
+    kth = np.partition(scores, -k)[-k]
+    return _best(docs, scores, k) if kth > bound else None
+
+
+def _find(keys: np.ndarray, key: int) -> int | None:
+    """The index of ``key`` in the sorted ``keys``, or None."""
+    i = int(np.searchsorted(keys, key))
+    return i if i < len(keys) and keys[i] == key else None
 
 
 class Searcher:
@@ -282,34 +378,38 @@ class Searcher:
                idf: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """The ``k`` best docs of one shard and their scores."""
         parts = shard.term_parts(self.totals, self.plain, self.k1, self.b)
+        highest = shard.highest_parts(self.plain)
         scale = idf if self.plain else idf * np.float32(
             self.mix["text"] / max(float(idf.sum()), 1e-30))
-        lists = []
+        lists: list[_List] = []
         for t, w in zip(query.terms.tolist(), scale.tolist(), strict=True):
-            a, e = _span(shard.terms, shard.offsets, t)
-            if e > a:
-                lists.append((shard.docs[a:e], parts[a:e] * np.float32(w)))
+            i = _find(shard.terms, t)
+            if i is not None:
+                a, e = shard.offsets[i], shard.offsets[i + 1]
+                lists.append(_List(shard.docs[a:e], parts[a:e], np.float32(w),
+                                   w * float(highest[i])))
         if not self.plain and len(query.pairs):
             w = np.float32(self.mix["hit"] / len(query.pairs))
             for p in query.pairs.tolist():
-                a, e = _span(shard.pair_terms, shard.pair_offsets, p)
-                if e > a:
-                    lists.append((shard.pair_docs[a:e], np.full(e - a, w, np.float32)))
+                i = _find(shard.pair_terms, p)
+                if i is not None:
+                    a, e = shard.pair_offsets[i], shard.pair_offsets[i + 1]
+                    lists.append(_List(shard.pair_docs[a:e], None, w, float(w)))
+        if not self.plain and pagerank is not None:
+            pr = (self.mix["pagerank"] * pagerank).astype(np.float32)
+        else:
+            pr = None
         if not lists:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        if len(lists) == 1:
-            docs, scores = lists[0]
-        else:
-            scratch = shard.scratch
-            for docs, values in lists:
-                np.add.at(scratch, docs, values)
-            docs = np.concatenate([d for d, _ in lists])
-            scores = scratch[docs]
-            scratch[docs] = 0
-        if pagerank is not None and not self.plain:
-            scores = scores + (self.mix["pagerank"] * pagerank[docs]).astype(np.float32)
-        return _best(docs, scores, k * len(lists))
-
+        if len(lists) == 1 and pr is None:
+            only = lists[0]  # the best parts are the best scores
+            values = only.parts if only.parts is not None else np.ones(len(only.docs),
+                                                                        np.float32)
+            docs, best = _best(only.docs, values, k)
+            return docs, best * only.weight
+        found = _pruned(lists, pr, k) if sum(len(x.docs) for x in lists) > ENUMERATED \
+            else None
+        return found if found is not None else _every(shard.scratch, lists, pr, k)
     def explain(self, query: Query, hit: Hit) -> dict[str, object]:
         """Each part of ``hit``'s score: per term its counts, idf and BM25F share; the
         phrase pairs found; PageRank; the weights."""

@@ -157,6 +157,8 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=1000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--no-bm25s", action="store_true", help="only bspcrawl")
+    ap.add_argument("--keep", type=Path, help="build the index in this directory, or use "
+                    "the one built there by an earlier run (same options)")
     ap.add_argument("--out", type=Path, default=Path("results/bench_search.json"))
     a = ap.parse_args()
     t0 = time.perf_counter()
@@ -164,11 +166,14 @@ def main() -> None:
     qs = queries(a.queries, a.vocab, a.zipf, a.seed)
     rows: dict[str, dict] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        build(Path(tmp), lengths, tokens, a.vocab, a.title)
+        where = a.keep or Path(tmp)
+        if not rank_path(where, 0).exists():
+            where.mkdir(parents=True, exist_ok=True)
+            build(where, lengths, tokens, a.vocab, a.title)
         built = time.perf_counter() - t0
         t = time.perf_counter()
-        shard = Shard(rank_path(Path(tmp), 0))
-        size = sum(p.stat().st_size for p in Path(tmp).iterdir())
+        shard = Shard(rank_path(where, 0))
+        size = sum(p.stat().st_size for p in where.iterdir())
         loaded = time.perf_counter() - t
         hashes = np.array([term_hash(b"w%d" % i) for i in range(a.vocab)], np.int64)
         parsed = [Query.of_hashes([b"w%d" % w for w in q], hashes[q]) for q in qs]

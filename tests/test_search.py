@@ -184,3 +184,31 @@ def test_a_crawl_without_search_index_is_one_error_line(tmp_path):
     bad = run(out, "apple")
     assert bad.returncode == 2 and "no search index" in bad.stderr
     assert len(bad.stderr.splitlines()) == 1
+
+
+@pytest.mark.parametrize("enumerated", [50, 1 << 16])
+def test_pruned_and_exhaustive_top_10_equal_a_brute_force_bm25(tmp_path, monkeypatch,
+                                                                 enumerated):
+    import bspcrawl.search as engine
+
+    monkeypatch.setattr(engine, "ENUMERATED", enumerated)  # 50: MaxScore prunes often
+    rng = np.random.default_rng(5)
+    vocab = [f"w{i}" for i in range(300)]
+    p = 1 / np.arange(1, 301)
+    texts = [list(rng.choice(vocab, rng.integers(5, 40), p=p / p.sum())) for _ in range(600)]
+    pages = [(f"http://a.test/{i}", "", " ".join(t)) for i, t in enumerate(texts)]
+    searcher = Searcher(open_shards(build(tmp_path, pages)), plain=True)
+    texts = [["\n"] + t for t in texts]  # the title line is empty
+    lengths = np.array([len(t) - 1 for t in texts])
+    avg = lengths.mean()
+    for size in [1, 2, 3, 4] * 15:
+        query = list(dict.fromkeys(rng.choice(vocab, size, p=p / p.sum()).tolist()))
+        scores = np.zeros(len(texts))
+        for q in query:
+            tf = np.array([t.count(q) for t in texts])
+            scores += idf((tf > 0).sum(), len(texts)) * tf / (
+                tf + K1 * (1 - B + B * lengths / avg))
+        hits = searcher.top(Query.parse(" ".join(query)), 10)
+        expect = sorted(np.flatnonzero(scores), key=lambda d: (-scores[d], d))[:10]
+        assert [h.score for h in hits] == pytest.approx(scores[expect].tolist(), rel=1e-5)
+        assert [scores[h.doc] for h in hits] == pytest.approx([h.score for h in hits], rel=1e-5)
