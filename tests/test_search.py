@@ -45,8 +45,10 @@ def build(out, pages=PAGES, anchors=(), bodies=None):
         if i == 1:
             store.seal(1)  # the anchors and pages of two segments are joined
     fps = {url: i + 100 for i, (url, _, _) in enumerate(pages)}
-    store.search.add_anchors(np.array([fps.get(u, 7) for u, _ in anchors], np.int64),
-                             [count_terms(t.encode()) for _, t in anchors])
+    for url, text in anchors:
+        counts = count_terms(text.encode())
+        store.search.add_anchors(np.full(len(counts), fps.get(url, 7)), counts.hashes,
+                                 counts.tf)
     store.close(2)
     join(out, 1, {"supersteps": 2, "urls_seen": len(pages), "wall_s": 1.0,
                   "stopped": "done", "seeds": pages[0][0]})

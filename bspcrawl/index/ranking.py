@@ -168,13 +168,13 @@ class SearchBuffer:
             self.pair_hash.append(pairs)
             self.pair_doc.append(np.full(len(pairs), doc, np.int32))
 
-    def add_anchors(self, fps: np.ndarray, counts: list[TermCounts]) -> None:
-        """Credit the anchor text ``counts[i]`` to the page of URL fingerprint ``fps[i]``."""
-        sizes = [len(c) for c in counts]
-        if sum(sizes):
-            self.anchor_fp.append(np.repeat(np.asarray(fps, np.int64), sizes))
-            self.anchor_term.append(np.concatenate([c.hashes for c in counts]))
-            self.anchor_tf.append(np.concatenate([c.tf for c in counts]))
+    def add_anchors(self, fps: np.ndarray, terms: np.ndarray, tf: np.ndarray) -> None:
+        """Credit anchor text: ``tf[i]`` words ``terms[i]`` (hashes) to the page of URL
+        fingerprint ``fps[i]``."""
+        if len(fps):
+            self.anchor_fp.append(np.asarray(fps, np.int64))
+            self.anchor_term.append(np.asarray(terms, np.int64))
+            self.anchor_tf.append(np.asarray(tf, np.int32))
 
     def seal(self, f: h5py.File) -> None:
         """Write what was added since the last :meth:`clear` into the segment ``f``."""
