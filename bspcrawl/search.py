@@ -317,7 +317,8 @@ def _pruned(lists: list[_List], pagerank: np.ndarray | None, k: int
         return None
     bound = sum(x.bound for x in rest) + (float(pagerank.max()) if pagerank is not None
                                           else 0.0)
-    docs = np.unique(np.concatenate([lists[i].docs for i in sorted(enumerated)]))
+    chosen = [lists[i].docs for i in sorted(enumerated)]
+    docs = chosen[0] if len(chosen) == 1 else np.unique(np.concatenate(chosen))
     if len(docs) < k:
         return None
     scores = np.zeros(len(docs), np.float32)
