@@ -13,7 +13,9 @@ one at a time through:
 * ``bm25s``: bm25s (PyPI; its default "lucene" method, k1 1.5, b 0.75, numpy backend) on
   the same documents and tokens, one ``retrieve`` call per query;
 * ``bm25s-core``: bm25s's scoring without ``retrieve``'s bookkeeping: ``get_scores`` of the
-  word ids, then its ``selection.topk`` (its fastest path for one query).
+  word ids, then its ``selection.topk``;
+* ``bm25s-numba``: when numba is installed, ``retrieve`` with bm25s's numba backend (its
+  fastest; one query per call runs serially, as bspcrawl does), compiled before timing.
 
 It reports p50 and p95 latency and queries per second of each, side by side, and checks
 that ``plain`` and bm25s give the same top 10: the same documents with the same scores in
@@ -205,6 +207,16 @@ def main() -> None:
         _, seconds = timed(lambda q: bm25s.selection.topk(retriever.get_scores(q), K),
                            ids_of)
         rows["bm25s-core"] = summary(seconds)
+        try:
+            import numba  # noqa: F401
+        except ImportError:
+            pass
+        else:
+            retriever.backend = "numba"
+            retriever.retrieve([words[0]], k=K, show_progress=False)  # compiles
+            _, seconds = timed(lambda q: retriever.retrieve([q], k=K, show_progress=False),
+                               words)
+            rows["bm25s-numba"] = summary(seconds)
         theirs = [(r.documents[0].tolist(), r.scores[0].tolist()) for r in found]
         checks = [same_top(o, t) for o, t in zip(tops["plain"], theirs, strict=True)]
         rows["bm25s"]["build_s"] = round(bm25s_built, 1)
@@ -218,7 +230,7 @@ def main() -> None:
     print(f"{a.docs} docs, {meta['postings']} postings, index {size / 2**20:.0f} MiB "
           f"(built in {built:.0f} s, loaded in {loaded:.1f} s); {a.queries} queries")
     print(f"{'engine':10} {'p50 ms':>8} {'p95 ms':>8} {'queries/s':>10}")
-    for name in ("plain", "bm25f", "bm25s", "bm25s-core"):
+    for name in ("plain", "bm25f", "bm25s", "bm25s-core", "bm25s-numba"):
         if name in rows:
             r = rows[name]
             print(f"{name:10} {r['p50_ms']:8.2f} {r['p95_ms']:8.2f} {r['qps']:10.1f}")
