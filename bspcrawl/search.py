@@ -45,6 +45,7 @@ import numpy as np
 from bspcrawl.index import ranking
 from bspcrawl.index.history import History
 from bspcrawl.index.inspect import open_crawl
+from bspcrawl.index.output import OutputError
 from bspcrawl.index.store import rank_path
 from bspcrawl.index.terms import MAX_TERM_BYTES, term_hash
 from bspcrawl.index.warc import read_body
@@ -142,8 +143,8 @@ class Totals:
 class Shard:
     """One rank file's ``/search`` index in memory, with its ``/pages`` columns."""
 
-    def __init__(self, path: Path, number: int = 0) -> None:
-        self.path, self.number = path, number
+    def __init__(self, path: Path, number: int = 0, first_row: int = 0) -> None:
+        self.path, self.number, self.first_row = path, number, first_row
         self.history: History | None = None
         with h5py.File(path, "r") as f:
             if ranking.GROUP not in f:
@@ -373,6 +374,7 @@ class Searcher:
             totals = totals.add(t)
         self.totals = totals
         self.pageranks = [s.pagerank_part(totals) for s in shards]
+        self.clusters: np.ndarray | None = None  # each crawl.h5 row's duplicate cluster
 
     def idf(self, query: Query) -> np.ndarray:
         """idf of each query term, over every shard (float32, as bm25s)."""
@@ -488,7 +490,7 @@ class Result:
     snippet: str
     score: float
     fetch_time: float
-    duplicates: int = 0  # exact duplicates folded into this result
+    duplicates: int = 0  # exact and near duplicates folded into this result
     explain: dict[str, object] | None = None
 
 
@@ -497,12 +499,27 @@ def open_shards(out: Path, rank: int = 0, size: int = 1) -> list[Shard]:
     (rank files ``rank``, ``rank + size``, ...)."""
     with open_crawl(out) as f:
         ranks = int(f.attrs["ranks"])
-    return [Shard(rank_path(out, r), r) for r in range(rank, ranks, size)]
+        first = np.cumsum(np.bincount(f["pages/rank"][:], minlength=ranks)) \
+            - np.bincount(f["pages/rank"][:], minlength=ranks)
+    return [Shard(rank_path(out, r), r, int(first[r])) for r in range(rank, ranks, size)]
 
 
-def fold_key(shard: Shard, doc: int) -> int:
-    """The key that folds duplicates into one result: the body's fingerprint (a page
-    without body is never folded)."""
+def duplicate_clusters(out: Path) -> np.ndarray | None:
+    """Each ``crawl.h5`` row's duplicate cluster (exact and near duplicates,
+    ``index/duplicates.py``), or None for a crawl without SimHashes."""
+    from bspcrawl.index.duplicates import cluster_of
+
+    try:
+        return cluster_of(out)
+    except OutputError:
+        return None
+
+
+def fold_key(shard: Shard, doc: int, clusters: np.ndarray | None) -> int:
+    """The key that folds duplicates into one result: the page's duplicate cluster, or
+    without ``clusters`` its body's fingerprint (a page without body is never folded)."""
+    if clusters is not None:
+        return int(clusters[shard.first_row + doc])
     fp = int(shard.content_fp[doc])
     return fp if fp else -1 - (shard.number << 40 | doc)
 
@@ -510,14 +527,17 @@ def fold_key(shard: Shard, doc: int) -> int:
 def search(searcher: Searcher, out: Path, text: str, k: int = 10, explain: bool = False,
            stop_words: bool = False) -> list[Result]:
     """The ``k`` best results of the query ``text`` over the whole crawl in ``out``;
-    duplicates are folded into the best of them. Under MPI (``searcher.comm``) every rank
+    exact and near duplicates (:func:`duplicate_clusters`) are folded into the best of
+    them. Under MPI (``searcher.comm``) every rank
     calls it and gets the same list."""
     query = Query.parse(text, stop_words)
     comm = searcher.comm
+    if searcher.clusters is None:
+        searcher.clusters = duplicate_clusters(out)
     want = 2 * k + 8
     while True:
         local = [(h.score, searcher.shards[h.shard].number, h.doc,
-                  fold_key(searcher.shards[h.shard], h.doc), h.shard)
+                  fold_key(searcher.shards[h.shard], h.doc, searcher.clusters), h.shard)
                  for h in searcher.top(query, want)]
         gathered = comm.allgather(local) if comm else [local]
         merged = sorted((c for part in gathered for c in part), key=lambda c: (-c[0], c[1],
