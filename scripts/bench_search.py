@@ -82,9 +82,6 @@ def build(out: Path, lengths: np.ndarray, tokens: np.ndarray, vocab: int, title:
                                 np.zeros(len(d), np.int32))
     nxt = np.flatnonzero(doc[1:] == doc[:-1])  # adjacent words of one document
     ph = ranking.pair_hash(hashes[tokens[nxt]], hashes[tokens[nxt + 1]])
-    order = np.lexsort((ph, doc[nxt]))
-    ph, pd = ph[order], doc[nxt][order]
-    keep = np.concatenate(([True], (ph[1:] != ph[:-1]) | (pd[1:] != pd[:-1])))
     titled = np.minimum(lengths, title)
     with h5py.File(rank_path(out, 0), "w") as f:
         f.create_dataset("pages/url", data=np.array(
@@ -92,7 +89,7 @@ def build(out: Path, lengths: np.ndarray, tokens: np.ndarray, vocab: int, title:
         f["pages/url_fp"] = np.arange(n, dtype=np.int64)
         f["pages/fetch_time"] = np.zeros(n)
         f["pages/content_fp"] = np.arange(1, n + 1, dtype=np.uint64)
-        ranking.write(f, postings, (ph[keep], pd[keep]), lengths,
+        ranking.write(f, postings, (ph, doc[nxt]), lengths,
                       lengths + (weight - 1) * titled, np.zeros(n), [f"doc {i}" for i in
                                                                      range(n)],
                       ranking.COMPASS_WEIGHTS)

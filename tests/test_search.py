@@ -25,11 +25,6 @@ PAGES = [  # url, title, body text
 ]
 
 
-def pairs_of(text: bytes) -> np.ndarray:
-    hashes = np.array([term_hash(w) for w in query_words(text.decode())], np.int64)
-    return np.unique(ranking.pair_hash(hashes[:-1], hashes[1:]))
-
-
 def build(out, pages=PAGES, anchors=(), bodies=None):
     """A one-rank crawl of ``pages`` written through the store, with ``anchors`` ((target
     url, text)) received; ``bodies``: the content fingerprint of each page."""
@@ -40,8 +35,8 @@ def build(out, pages=PAGES, anchors=(), bodies=None):
         text = f"{title}\n{body}".encode()
         terms = count_terms(text)
         doc = store.commit(result, i + 100, "", [], terms, bodies[i] if bodies else i + 1)
-        store.search.add_page(doc, terms, {"title": count_terms(title.encode())}, title,
-                              pairs_of(text))
+        heading = count_terms(title.encode())
+        store.search.add_page(doc, terms, title, {"title": (heading.hashes, heading.tf)})
         if i == 1:
             store.seal(1)  # the anchors and pages of two segments are joined
     fps = {url: i + 100 for i, (url, _, _) in enumerate(pages)}

@@ -91,7 +91,7 @@ def write(f: h5py.File | h5py.Group, postings: Postings, pairs: tuple[np.ndarray
           length: np.ndarray, wlength: np.ndarray, alength: np.ndarray, titles: list[str],
           weights: dict[str, float]) -> None:
     """Write the ``/search`` group into ``f`` (see the module docstring). ``pairs``: the
-    (pair hash, doc) of each distinct pair of each page, in doc order; ``length``,
+    (pair hash, doc) of the adjacent term pairs of each page, repeats allowed; ``length``,
     ``wlength``, ``alength`` and ``titles``: one row per page."""
     g = f.create_group(GROUP)
     g.attrs.update(format=FORMAT, version=VERSION, weights=[weights[n] for n in
@@ -107,9 +107,13 @@ def write(f: h5py.File | h5py.Group, postings: Postings, pairs: tuple[np.ndarray
     g.create_dataset("title", data=np.array(titles, dtype=object),
                      dtype=h5py.string_dtype())
     hashes, docs = pairs
-    order, terms, offsets = csr(hashes)
+    order = np.lexsort((docs, hashes))
+    hashes, docs = hashes[order], docs[order]
+    once = np.concatenate(([True], (hashes[1:] != hashes[:-1]) | (docs[1:] != docs[:-1]))) \
+        if len(hashes) else np.zeros(0, bool)
+    _, terms, offsets = csr(hashes[once])
     g["pairs/terms"], g["pairs/offsets"] = terms, offsets
-    g["pairs/docs"] = docs[order].astype(np.int32)
+    g["pairs/docs"] = docs[once].astype(np.int32)
 
 
 def relative_weights(weights: dict[str, float]) -> dict[str, float]:
@@ -145,18 +149,20 @@ class SearchBuffer:
         self.anchor_term: list[np.ndarray] = []
         self.anchor_tf: list[np.ndarray] = []
 
-    def add_page(self, doc: int, terms: TermCounts, fields: dict[str, TermCounts],
-                 title: str, pairs: np.ndarray) -> None:
-        """Index page ``doc``: ``terms`` counts all its text, ``fields`` the text of some
-        of :data:`FIELDS` (title, h1 ... h5: a word there counts that field's weight
-        instead of the body's), ``pairs`` the hashes of its adjacent term pairs."""
+    def add_page(self, doc: int, terms: TermCounts, title: str,
+                 fields: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        """Index page ``doc``: ``terms`` counts all its text; ``fields`` the (term hashes,
+        counts) of the text of some of :data:`FIELDS` (title, h1 ... h5: a word there counts
+        that field's weight instead of the body's). Its adjacent term pairs come from
+        ``terms.sequence``, repeats included (:func:`save` keeps one of each per page:
+        one sort of them all, not one per page)."""
         wtf = terms.tf.astype(np.float32)
-        for name, counts in fields.items():
-            if not len(counts) or not len(terms):
+        for name, (hashes, tf) in fields.items():
+            if not len(hashes) or not len(terms):
                 continue
-            at = np.minimum(np.searchsorted(terms.hashes, counts.hashes), len(terms) - 1)
-            ok = terms.hashes[at] == counts.hashes
-            np.add.at(wtf, at[ok], (self.relative[name] - 1) * counts.tf[ok])
+            at = np.minimum(np.searchsorted(terms.hashes, hashes), len(terms) - 1)
+            ok = terms.hashes[at] == hashes
+            np.add.at(wtf, at[ok], (self.relative[name] - 1) * tf[ok])
         np.maximum(wtf, 0, out=wtf)
         self.pages.append((doc, int(terms.tf.sum()), float(wtf.sum()), title))
         if len(terms):
@@ -164,9 +170,10 @@ class SearchBuffer:
             self.doc.append(np.full(len(terms), doc, np.int32))
             self.tf.append(terms.tf)
             self.wtf.append(wtf)
-        if len(pairs):
-            self.pair_hash.append(pairs)
-            self.pair_doc.append(np.full(len(pairs), doc, np.int32))
+        words = terms.sequence
+        if len(words) > 1:
+            self.pair_hash.append(pair_hash(words[:-1], words[1:]))
+            self.pair_doc.append(np.full(len(words) - 1, doc, np.int32))
 
     def add_anchors(self, fps: np.ndarray, terms: np.ndarray, tf: np.ndarray) -> None:
         """Credit anchor text: ``tf[i]`` words ``terms[i]`` (hashes) to the page of URL
