@@ -1,8 +1,10 @@
 """Searching: BM25 and BM25F scores against a hand computation on a tiny corpus, phrase
 hits, anchor text credited at the join, duplicates folded, the CLI's output and errors."""
 
+import collections
 import json
 import math
+import re
 import subprocess
 import sys
 
@@ -209,3 +211,49 @@ def test_pruned_and_exhaustive_top_10_equal_a_brute_force_bm25(tmp_path, monkeyp
         expect = sorted(np.flatnonzero(scores), key=lambda d: (-scores[d], d))[:10]
         assert [h.score for h in hits] == pytest.approx(scores[expect].tolist(), rel=1e-5)
         assert [scores[h.doc] for h in hits] == pytest.approx([h.score for h in hits], rel=1e-5)
+
+
+@pytest.fixture(scope="module")
+def testweb_crawl(tmp_path_factory):
+    """A crawl of 300 pages of the local web (P = 1), with the title of each page as
+    served (read from its archived body, not from the index)."""
+    from tests.crawling import crawl, serve
+
+    out = tmp_path_factory.mktemp("web") / "crawl"
+    with serve(pages=300, hosts=6) as web:
+        done = crawl(1, web.seeds(), out)
+        assert done.returncode == 0, done.stderr
+    from bspcrawl.index.inspect import body, urls, versions
+
+    titles = {}
+    for url, status in urls(out):
+        if status == 200 and len(titles) < 40:
+            html = body(*versions(out, url)[-1]).decode("utf-8", "replace")
+            found = re.search(r"<title>(.*?)</title>", html, re.S)
+            if found:
+                titles[url] = found.group(1)
+    return out, titles
+
+
+@pytest.mark.slow
+def test_a_crawled_page_is_found_first_by_its_title(testweb_crawl):
+    out, titles = testweb_crawl
+    searcher = Searcher(open_shards(out))
+    counts = collections.Counter(titles.values())
+    unique = [(u, t) for u, t in titles.items() if counts[t] == 1][:10]
+    assert len(unique) >= 5
+    for url, title in unique:
+        results = search(searcher, out, title, k=3)
+        assert results[0].url == url, (title, [r.url for r in results])
+        assert results[0].title == title and results[0].snippet
+
+
+@pytest.mark.slow
+def test_cli_search_of_a_crawl(testweb_crawl):
+    out, titles = testweb_crawl
+    url, title = next(iter(titles.items()))
+    res = run(out, title, "--json", "--top", "3")
+    first = json.loads(res.stdout)["results"][0]
+    assert first["title"] == title and first["fetch_time"] > 1e9
+    text = run(out, title, "--explain")
+    assert "weights" in text.stdout and "pagerank_note" in text.stdout
