@@ -10,13 +10,17 @@ Python work per process, DESIGN.md):
    same depth); an HTML answer (2xx or revisit) is parsed by lexbor for links, index text
    and ``<meta name="robots">`` (``robots/links.py``); ``X-Robots-Tag`` and the meta tag's
    ``nofollow`` / ``noindex`` / ``none`` drop its links or its terms;
-3. **terms**: the text's term counts (``index/terms.py``);
+3. **terms**: the text's term counts (``index/terms.py``), and for the index for ranking
+   those of its title and headings (``index/ranking.py``);
    a page's links past ``--crawl-max-outlinks``, and past ``--crawl-max-page-hosts``
    distinct hosts, are dropped (a link flood's cost stays bounded: one 2 MiB page can hold
    144,000 links, or links to 114,000 subdomains);
 4. **archive**: WARC records, a history row and validators (``index/archive.py``);
 5. **store**: the page row, its out-links' fingerprints and its postings, with the next
-   dense doc id (``index/store.py``).
+   dense doc id (``index/store.py``), and its weighted postings for search.
+
+The links sent carry their anchor text (``messages.Link.anchor``); the rank that owns their
+host credits it to the targets as it receives them (:meth:`Committer.credit`).
 
 robots.txt answers are not pages: the scheduler hands them to the frontier, never here.
 """
@@ -31,9 +35,9 @@ import xxhash
 from bspcrawl.counters import Stats
 from bspcrawl.index.archive import Archive
 from bspcrawl.index.store import RankStore
-from bspcrawl.index.terms import EMPTY, count_terms
-from bspcrawl.messages import FetchResult, Link
-from bspcrawl.robots.links import LinkCache, parse_html
+from bspcrawl.index.terms import EMPTY, count_terms, count_terms_each
+from bspcrawl.messages import FetchResult, Link, clip_anchor
+from bspcrawl.robots.links import LinkCache, ParsedPage, parse_html
 from bspcrawl.robots.robotstxt import header_directives
 from bspcrawl.urls import host_hash, host_key, resolve
 
@@ -81,9 +85,9 @@ class Committer:
 
     def commit(self, result: FetchResult) -> list[Link]:
         """Commit one page result; returns the links it yields (a redirect's target, or
-        the page's links unless nofollow)."""
+        the page's links unless nofollow, with their anchor text)."""
         job = result.job
-        redirect, found, terms = "", [], EMPTY
+        redirect, found, anchors, terms, page = "", [], [], EMPTY, None
         links: list[Link] = []
         self.archive.restore(result, job.fp)
         if result.location:
@@ -96,23 +100,36 @@ class Committer:
             header = header_directives(result.headers.get("x-robots-tag", ""),
                                        self.agent_token)
             if "nofollow" not in header and "none" not in header:
-                found = page.links
+                found, anchors = page.links, page.anchors
                 if self.max_outlinks and len(found) > self.max_outlinks:
                     self.stats["commit/outlinks_cut"] += len(found) - self.max_outlinks
-                    found = found[: self.max_outlinks]
+                    found, anchors = found[: self.max_outlinks], anchors[: self.max_outlinks]
                 if self.max_hosts and len(found) > self.max_hosts:  # else they cannot be
-                    found = self._few_hosts(found)
+                    found, anchors = self._few_hosts(found, anchors)
             if not page.noindex and "noindex" not in header and "none" not in header:
                 terms = count_terms(page.text)
         fps = self.fingerprints(found).tolist()
-        links += self._unsent(found, fps, job.depth + 1)
+        links += self._unsent(found, fps, job.depth + 1, anchors)
         content_fp = xxhash.xxh3_64_intdigest(result.body) if result.body else 0
         self.archive.record(result, job.fp, host_hash(job.host), content_fp)
-        self.store.commit(result, job.fp, redirect, fps, terms, content_fp)
+        doc = self.store.commit(result, job.fp, redirect, fps, terms, content_fp)
+        if page is not None and len(terms):
+            self.store.search.add_page(doc, terms, page.title, fields(page))
         return links
 
-    def _unsent(self, urls: list[str], fps: list[int], depth: int) -> list[Link]:
-        """The links of a page that this rank has not sent yet at ``depth`` or less.
+    def credit(self, links: list[Link]) -> None:
+        """Credit the anchor text of links this rank received (it owns their hosts) to
+        their targets, by URL fingerprint, fetched yet or not (``index/ranking.py``)."""
+        anchored = [x for x in links if x.anchor]
+        if anchored:
+            fps = self.fingerprints([x.url for x in anchored])
+            which, hashes, tf = count_terms_each([x.anchor.encode() for x in anchored])
+            self.store.search.add_anchors(fps[which], hashes, tf)
+
+    def _unsent(self, urls: list[str], fps: list[int], depth: int,
+                anchors: list[str]) -> list[Link]:
+        """The links of a page that this rank has not sent yet at ``depth`` or less, with
+        their anchor text (``anchors``, cut by ``messages.clip_anchor``).
 
         A link sent already is known to the rank that owns it: in its seen set, or refused
         by a rule that refuses it again (too long, a trap's shape, a spent budget); only a
@@ -125,22 +142,36 @@ class Committer:
         if len(sent) > SENT_MEMO:
             sent.clear()
         out = []
-        for url, fp in zip(urls, fps, strict=True):
+        for url, fp, anchor in zip(urls, fps, anchors or [""] * len(urls), strict=True):
             if sent.get(fp, _DEEPEST) > depth:
                 sent[fp] = depth
-                out.append(Link(url, depth))
+                out.append(Link(url, depth, 0, clip_anchor(anchor) if anchor else ""))
         self.stats["commit/links_known"] += len(urls) - len(out)
         return out
 
-    def _few_hosts(self, found: list[str]) -> list[str]:
-        """The links to the page's first ``max_hosts`` distinct hosts (a page of links to
-        100,000 subdomains would grow the host directory every rank holds)."""
+    def _few_hosts(self, found: list[str], anchors: list[str]
+                   ) -> tuple[list[str], list[str]]:
+        """The links (and their anchors) to the page's first ``max_hosts`` distinct hosts
+        (a page of links to 100,000 subdomains would grow the host directory every rank
+        holds)."""
         hosts: set[str] = set()
-        kept = []
-        for url in found:
+        kept, kept_anchors = [], []
+        for url, anchor in zip(found, anchors, strict=True):
             key = host_key(url)
             if key in hosts or len(hosts) < self.max_hosts:
                 hosts.add(key)
                 kept.append(url)
+                kept_anchors.append(anchor)
         self.stats["commit/hosts_cut"] += len(found) - len(kept)
-        return kept
+        return kept, kept_anchors
+
+
+def fields(page: ParsedPage) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The (term hashes, counts) of a page's title and of each of its heading levels,
+    tokenised in one call (``index/ranking.py`` weights them)."""
+    names = ["title", *page.headings]
+    which, hashes, tf = count_terms_each([page.title.encode(),
+                                          *(t.encode() for t in page.headings.values())])
+    bounds = np.searchsorted(which, np.arange(len(names) + 1)).tolist()
+    return {name: (hashes[a:b], tf[a:b])
+            for name, a, b in zip(names, bounds[:-1], bounds[1:], strict=True)}

@@ -93,9 +93,10 @@ class Scheduler:
         self.reschedules: dict[tuple[int, int], int] = {}  # (seq, index) -> threads outlived
 
     def receive(self, links: list[Link]) -> int:
-        """receive_messages: links into the seen set and the CBT; returns how many were
-        new."""
+        """receive_messages: their anchor text credited to their targets, links into the
+        seen set and the CBT; returns how many were new."""
         self.stats["exchange/urls_in"] += len(links)
+        self.committer.credit(links)
         return self.frontier.receive(links)
 
     def run(self, draining: bool) -> list[Link]:

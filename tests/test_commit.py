@@ -24,6 +24,12 @@ PAGE = (b"<html><head><title>Greeting</title></head><body>hello world hello "
         b'<a href="/a#frag">a</a> <a href="b?x=1">b</a> <a href="http://other.test/c#x">c</a> '
         b'<a href="mailto:me@a.test">m</a> <a href="/a">again</a></body></html>')
 PAGE_LINKS = ["http://a.test/a", "http://a.test/dir/b?x=1", "http://other.test/c"]
+ANCHORS = dict(zip(PAGE_LINKS, "abc", strict=True))  # each link's first anchor text
+
+
+def sent(urls: list[str], depth: int, hops: int = 0) -> list[Link]:
+    """The links a commit of PAGE sends: with their anchor text."""
+    return [Link(u, depth, hops, ANCHORS[u]) for u in urls]
 
 
 class Rank:
@@ -77,7 +83,7 @@ def fps(urls: list[str]) -> list[int]:
 def test_an_html_page_yields_its_links_terms_and_row(tmp_path):
     rank = Rank(tmp_path)
     links = rank.commit(depth=2, hops=1)
-    assert links == [Link(u, 3, 0) for u in PAGE_LINKS]
+    assert links == sent(PAGE_LINKS, 3)
     got = rank.read()
     p = got["pages"]
     assert p["url"] == ["http://a.test/dir/page"] and p["doc_id"].tolist() == [0]
@@ -112,7 +118,7 @@ def test_x_robots_tag_and_meta_robots(tmp_path):
         headers = {"x-robots-tag": tag} if tag else {}
         rank.committer.sent.clear()  # the same links each time: send them again
         links = rank.commit(body=body, headers=headers)
-        assert links == ([Link(u, 3) for u in PAGE_LINKS] if follow else []), tag
+        assert links == (sent(PAGE_LINKS, 3) if follow else []), tag
     got = rank.read()
     for doc, (tag, _, follow, index) in enumerate(cases):
         assert got["links"][doc] == (fps(PAGE_LINKS) if follow else []), tag
@@ -140,7 +146,7 @@ def test_non_html_and_failed_fetches_yield_no_links(tmp_path):
     assert rank.commit(content_type="text/plain") == []
     assert rank.commit(status=404) == []
     assert rank.commit(status=0, body=b"", content_type="", error="timeout") == []
-    assert rank.commit(content_type="") == [Link(u, 3) for u in PAGE_LINKS]  # sniffed
+    assert rank.commit(content_type="") == sent(PAGE_LINKS, 3)  # sniffed
     got = rank.read()
     assert got["links"] == [[], [], [], [], fps(PAGE_LINKS)]
     assert set(got["postings"]) == {4}
@@ -170,7 +176,7 @@ def test_a_304_revisit_is_parsed_like_the_original(tmp_path):
     rank.committer.sent.clear()  # to see the links parsed again (not sent twice otherwise)
     again = rank.committer.commit(result)
     assert result.revisit == NOT_MODIFIED and result.body == PAGE
-    assert again == first == [Link(u, 3) for u in PAGE_LINKS]
+    assert again == first == sent(PAGE_LINKS, 3)
     got = rank.read()
     p = got["pages"]
     assert p["status"].tolist() == [200, 304]
@@ -194,7 +200,7 @@ def test_a_fresh_page_is_restored_and_parsed_without_a_fetch(tmp_path):
     (fresh,) = rank.archive.plan([job], T0 + 60)
     assert fresh.job is job and fresh.revisit == FRESH and fresh.status == 0
     rank.committer.sent.clear()  # to see the links parsed again (not sent twice otherwise)
-    assert rank.committer.commit(fresh) == [Link(u, 3) for u in PAGE_LINKS]
+    assert rank.committer.commit(fresh) == sent(PAGE_LINKS, 3)
     assert (fresh.status, fresh.content_type) == (200, "text/html; charset=utf-8")
     got = rank.read()
     assert got["pages"]["revisit"].tolist() == [FETCHED, FRESH]
@@ -210,7 +216,7 @@ def test_a_304_restores_a_body_from_the_warc_file_being_written(tmp_path):
     rank.archive.plan([job], T0 + 100)
     result = FetchResult(job, status=304, headers={"etag": '"v1"'}, started=T0 + 100)
     rank.committer.sent.clear()
-    assert rank.committer.commit(result) == [Link(u, 3) for u in PAGE_LINKS]
+    assert rank.committer.commit(result) == sent(PAGE_LINKS, 3)
 
 
 def test_a_304_without_an_archived_body_is_committed_bodiless(tmp_path):
@@ -261,7 +267,7 @@ def test_a_link_flood_is_cut_at_max_outlinks_in_document_order(tmp_path):
     # issue 14: one 2 MiB page added about 144,000 URLs
     rank = Rank(tmp_path)
     rank.committer.max_outlinks = 2
-    assert rank.commit() == [Link(u, 3) for u in PAGE_LINKS[:2]]
+    assert rank.commit() == sent(PAGE_LINKS[:2], 3)
     assert rank.committer.stats["commit/outlinks_cut"] == 1
     assert rank.read()["links"] == [fps(PAGE_LINKS[:2])]
 
@@ -270,16 +276,16 @@ def test_links_to_too_many_hosts_are_cut_in_document_order(tmp_path):
     # issue 14: a page of links to 114,000 subdomains added them all to the host directory
     rank = Rank(tmp_path)
     rank.committer.max_hosts = 1
-    assert rank.commit() == [Link(u, 3) for u in PAGE_LINKS[:2]]  # a.test twice, not other
+    assert rank.commit() == sent(PAGE_LINKS[:2], 3)  # a.test twice, not other
     assert rank.committer.stats["commit/hosts_cut"] == 1
 
 
 def test_a_link_is_sent_once_unless_it_comes_again_shallower(tmp_path, monkeypatch):
     rank = Rank(tmp_path)
-    assert rank.commit() == [Link(u, 3) for u in PAGE_LINKS]  # the job is at depth 2
+    assert rank.commit() == sent(PAGE_LINKS, 3)  # the job is at depth 2
     assert rank.commit(url="http://a.test/dir/other") == []  # the same links: known
     assert rank.committer.stats["commit/links_known"] == 3
     shallower = rank.commit(depth=0)
-    assert shallower == [Link(u, 1) for u in PAGE_LINKS]  # their depth may change their fate
+    assert shallower == sent(PAGE_LINKS, 1)  # their depth may change their fate
     monkeypatch.setattr(commit, "SENT_MEMO", 2)  # full: forgotten, sent again
     assert len(rank.commit()) == 3 and len(rank.commit()) == 3

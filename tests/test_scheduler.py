@@ -292,8 +292,10 @@ def test_a_pages_links_come_back_from_run_one_level_deeper(tmp_path):
         found.append(rig.step())
     (step,) = [i for i, x in enumerate(found) if x]
     assert len(found) == step + 1  # the links come back from the run that commits it
-    assert found[step] == [Link("http://a.test/p/q", 3), Link("http://a.test/r?x=1", 3),
-                           Link("http://b.test/s", 3), Link("http://a.test/p/", 3)]
+    assert found[step] == [Link("http://a.test/p/q", 3, 0, "link"),
+                           Link("http://a.test/r?x=1", 3, 0, "link"),
+                           Link("http://b.test/s", 3, 0, "link"),
+                           Link("http://a.test/p/", 3)]  # (no anchor text for itself)
     assert all(x == [] for i, x in enumerate(found) if i != step)
     assert rig.stats["exchange/urls_found"] == 4
 

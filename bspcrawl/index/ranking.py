@@ -234,14 +234,17 @@ def collect(parts: list[h5py.File]) -> dict[str, np.ndarray]:
 def save(f: h5py.File, c: dict[str, np.ndarray], url_fp: np.ndarray,
          weights: dict[str, float]) -> None:
     """Write ``/search`` into the rank file ``f`` from its segments' columns ``c``
-    (:func:`collect`), crediting the anchor text to the fetched pages (``url_fp``:
-    ``/pages/url_fp``; the latest row of a URL fetched twice)."""
+    (:func:`collect`), crediting the anchor text to the fetched pages that were indexed
+    (``url_fp``: ``/pages/url_fp``; the latest row of a URL fetched twice)."""
     n = len(url_fp)
     a_fp, a_tf = c["anchor/fp"], c["anchor/tf"]
     last = n - 1 - np.unique(url_fp[::-1], return_index=True)[1]  # latest row of each fp
     by_fp = last[np.argsort(url_fp[last])]
     at = np.minimum(np.searchsorted(url_fp[by_fp], a_fp), max(len(by_fp) - 1, 0))
-    hit = url_fp[by_fp[at]] == a_fp if len(by_fp) else np.zeros(len(a_fp), bool)
+    indexed = np.zeros(n, bool)
+    indexed[c["pages/doc"]] = True  # (not a page without text, nor a noindex one)
+    hit = (url_fp[by_fp[at]] == a_fp) & indexed[by_fp[at]] if len(by_fp) \
+        else np.zeros(len(a_fp), bool)
     a_doc = by_fp[at[hit]].astype(np.int32)
     alength = np.bincount(a_doc, a_tf[hit], minlength=n)
     # page postings and anchor postings, summed by (doc, term), in doc order

@@ -29,7 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["EMPTY", "MAX_TERM_BYTES", "TermCounts", "count_terms", "term_hash"]
+__all__ = ["EMPTY", "MAX_TERM_BYTES", "TermCounts", "count_terms", "count_terms_each",
+           "term_hash"]
 
 MAX_TERM_BYTES = 64
 """Longest term kept, in bytes."""
@@ -130,6 +131,29 @@ def count_terms(text: bytes) -> TermCounts:
     first = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
     tf = np.diff(np.append(first, len(ordered))).astype(np.int32)
     return TermCounts(ordered[first], tf, t, h, starts, ends)
+
+
+def count_terms_each(texts: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The term counts of each of *texts* at once, as (text index, term hash, count)
+    triples, by text then hash: one :func:`count_terms` of the texts joined by newlines,
+    whose runs are dealt back to their texts by offset (many short texts, such as a page's
+    headings or the anchor text of a batch of links, cost one call).
+
+    >>> which, hashes, tf = count_terms_each([b"a b a", b"", b"b"])
+    >>> which.tolist(), tf.tolist(), bool(hashes[2] == term_hash(b"b"))
+    ([0, 0, 2], [2, 1, 1], True)
+    """
+    counts = count_terms(b"\n".join(texts))
+    if not len(counts):
+        return _NONE, _NONE, np.zeros(0, np.int32)
+    sizes = np.fromiter((len(t) + 1 for t in texts), np.int64, len(texts))
+    owner = np.searchsorted(np.cumsum(sizes), counts._starts, side="right")
+    order = np.lexsort((counts._runs, owner))
+    owner, runs = owner[order], counts._runs[order]
+    first = np.flatnonzero(np.concatenate(([True], (owner[1:] != owner[:-1])
+                                           | (runs[1:] != runs[:-1]))))
+    tf = np.diff(np.append(first, len(owner))).astype(np.int32)
+    return owner[first], runs[first], tf
 
 
 def term_hash(term: bytes) -> int:
