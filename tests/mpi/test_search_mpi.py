@@ -41,3 +41,68 @@ def test_each_rank_searches_its_files_and_the_merge_is_the_whole_search(plain):
             assert together == search(alone, out, query, k=3)
             assert comm.allgather(together) == [together] * comm.size
         barrier(comm)
+
+
+@pytest.mark.mpi(min_size=2)
+def test_anchor_text_from_other_ranks_is_credited_to_the_target():
+    """A crawl on every rank: a page's anchor text comes with the links from pages that
+    other ranks fetched (hosts are dealt to ranks) and is credited at the join."""
+    import contextlib
+
+    import h5py
+
+    from bspcrawl.index.output import join, prepare
+    from bspcrawl.settings import Settings
+    from bspcrawl.superstep import Crawl
+    from bspcrawl.testweb import Web
+    from tests.crawling import serve
+
+    comm = MPI.COMM_WORLD
+    with contextlib.ExitStack() as stack:
+        web = out = None
+        if comm.rank == 0:
+            web = stack.enter_context(serve(pages=300, hosts=8))
+            out = stack.enter_context(tempfile.TemporaryDirectory())
+        config, out = comm.bcast((web and web.config, out))
+        out = Path(out)
+        if comm.rank == 0:
+            prepare(out, overwrite=False)
+        barrier(comm)
+        settings = Settings(politeness_min_host_delay=0.0, politeness_response_factor=0.0,
+                            fetch_workers=4, fetch_allow_net=["127.0.0.0/8"]).validate()
+        outcome = Crawl(comm, settings, out, Web(config).seeds()).run()
+        barrier(comm)
+        if comm.rank == 0:
+            join(out, comm.size, {"supersteps": outcome.supersteps, "urls_seen": outcome.seen,
+                                  "wall_s": outcome.wall_s, "stopped": outcome.stopped})
+            # the anchor words each rank's pages give each target (from their stored bodies)
+            from bspcrawl.index.inspect import body, urls, versions
+            from bspcrawl.index.terms import count_terms
+            from bspcrawl.robots.links import LinkCache, parse_html
+            from bspcrawl.urls import fingerprints
+
+            given: dict[tuple[int, int], set[int]] = {}  # (rank, target fp) -> term hashes
+            with h5py.File(out / "crawl.h5", "r") as crawl_file:
+                rank_of = dict(zip(crawl_file["pages/url"].asstr()[:].tolist(),
+                                   crawl_file["pages/rank"][:].tolist(), strict=True))
+            for url, status in urls(out):
+                if status != 200:
+                    continue
+                page = parse_html(body(*versions(out, url)[-1]), url, LinkCache())
+                for fp, anchor in zip(fingerprints(page.links).tolist(), page.anchors,
+                                      strict=True):
+                    given.setdefault((rank_of[url], fp), set()).update(
+                        count_terms(anchor.encode()).hashes.tolist())
+            from_others = 0
+            for r in range(comm.size):
+                with h5py.File(out / f"rank-{r:04d}.h5", "r") as f:
+                    fps, terms = f["search/anchor/fp"][:], f["search/anchor/term"][:]
+                for fp, term in zip(fps.tolist(), terms.tolist(), strict=True):
+                    mine = term in given.get((r, fp), set())
+                    others = any(term in given.get((s, fp), set())
+                                 for s in range(comm.size) if s != r)
+                    assert mine or others  # every credited word was given by some page
+                    from_others += others and not mine
+            assert from_others > 0  # words that only other ranks' pages gave
+            assert Searcher(open_shards(out)).totals.alength > 0
+        barrier(comm)
