@@ -162,13 +162,14 @@ class SearchBuffer:
         ``terms.sequence``, repeats included (:func:`save` keeps one of each per page:
         one sort of them all, not one per page)."""
         wtf = terms.tf.astype(np.float32)
-        for name, (hashes, tf) in fields.items():
-            if not len(hashes) or not len(terms):
-                continue
+        if fields and len(terms):  # all fields at once: one search, one add
+            hashes = np.concatenate([h for h, _ in fields.values()])
+            extra = np.concatenate([(self.relative[name] - 1) * tf
+                                    for name, (_, tf) in fields.items()])
             at = np.minimum(np.searchsorted(terms.hashes, hashes), len(terms) - 1)
             ok = terms.hashes[at] == hashes
-            np.add.at(wtf, at[ok], (self.relative[name] - 1) * tf[ok])
-        np.maximum(wtf, 0, out=wtf)
+            np.add.at(wtf, at[ok], extra[ok])
+            np.maximum(wtf, 0, out=wtf)
         self.pages.append((doc, int(terms.tf.sum()), float(wtf.sum()), title))
         if len(terms):
             self.term.append(terms.hashes)
