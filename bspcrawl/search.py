@@ -21,21 +21,25 @@ text, nothing else: ``scripts/bench_search.py`` checks it against bm25s.
 Each rank file is a :class:`Shard` (its ``/search`` group as numpy arrays); a
 :class:`Searcher` scores the shards with statistics summed over all of them (N, df, average
 lengths), so the scores are those of one index of the whole crawl. Under ``mpiexec`` each
-rank loads its own shard and the sums go through ``comm`` (one allreduce per query).
+rank loads rank files ``r, r + P, ...``; the totals are gathered once (``allgather``) and
+each query's document frequencies summed (``allreduce``); :func:`search` merges every
+rank's candidates.
 
-A query's candidates are the documents holding at least one of its terms. Per term, its
-postings' term parts (``t~ / (k1 + t~)``, computed once per shard) are multiplied by the
-term's weight and added into a scratch array of one float32 per document
-(``np.add.at``); the sums are read back for the postings' documents only, the scratch
-zeroed there again, and ``np.argpartition`` picks the best: the work is proportional to the
-postings of the query's terms, not to the number of documents.
+A query's candidates are the documents holding at least one of its terms. Each posting's
+term part (``t~ / (k1 + t~)``, float32) is computed once per shard. A query whose lists
+hold few postings sums them all (:func:`_every`: weight x part added into a scratch array
+of one float32 per doc with ``np.add.at``, read back at the postings' docs); otherwise the
+shortest lists give the candidates and the long lists of common words are only looked up
+for the candidates that can still win (:func:`_pruned`, MaxScore); ``np.partition`` picks
+the best. The work follows the postings of the query's rarer terms, not the number of
+documents.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -111,10 +115,8 @@ class Query:
 
 def _span(keys: np.ndarray, offsets: np.ndarray, key: int) -> tuple[int, int]:
     """The posting range of ``key`` in a CSR (empty when absent)."""
-    i = int(np.searchsorted(keys, key))
-    if i < len(keys) and keys[i] == key:
-        return int(offsets[i]), int(offsets[i + 1])
-    return 0, 0
+    i = _find(keys, key)
+    return (int(offsets[i]), int(offsets[i + 1])) if i is not None else (0, 0)
 
 
 @dataclass(slots=True)
@@ -229,12 +231,11 @@ class Shard:
 
 @dataclass(slots=True)
 class Hit:
-    """One result: ``shard`` and ``doc``, its ``score`` and the parts of it."""
+    """One scored doc: ``shard`` (index in the searcher's shards), ``doc``, ``score``."""
 
     shard: int
     doc: int
     score: float
-    parts: dict[str, float] = field(default_factory=dict)
 
 
 def _best(docs: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -385,7 +386,7 @@ class Searcher:
         return np.log(1 + (n - df + 0.5) / (df + 0.5)).astype(np.float32) * (df > 0)
 
     def top(self, query: Query, k: int = 10) -> list[Hit]:
-        """The ``k`` best hits of this process's shards, best first (parts not filled)."""
+        """The ``k`` best hits of this process's shards, best first."""
         idf = self.idf(query)
         hits: list[Hit] = []
         for number, shard in enumerate(self.shards):
