@@ -592,6 +592,8 @@ def snippet(out: Path, shard: Shard, doc: int, url: str, words: list[bytes]) -> 
         rf"(?<![^\W_]){re.escape(w.decode('utf-8', 'replace'))}(?![^\W_])", text, re.I)]
         if m]
     start = max(0, min(found, default=0) - SNIPPET_CHARS // 4)
+    if start:  # from the start of a word
+        start = max(text.find(" ", start, min(found) if found else start + 20) + 1, start)
     piece = " ".join(text[start:start + SNIPPET_CHARS].split())
     return ("..." if start else "") + piece + ("..." if start + SNIPPET_CHARS < len(text)
                                                else "")
