@@ -270,3 +270,26 @@ def test_cli_search_of_a_crawl(testweb_crawl):
     assert all(r["fetch_time"] > 1e9 and r["snippet"] for r in got)
     text = run(out, title, "--explain")
     assert "weights" in text.stdout and "pagerank_note" in text.stdout
+
+
+def test_the_search_index_survives_a_split_for_resume(tmp_path):
+    import h5py
+
+    from bspcrawl.index.store import split_rank_file
+
+    anchors = [("http://a.test/3", "zucchini recipes"), ("http://a.test/9", "later page")]
+    out = build(tmp_path, anchors=anchors)
+
+    def arrays():
+        with h5py.File(out / "rank-0000.h5", "r") as f:
+            return {name: f["search"][name][()] for name in (
+                "terms", "offsets", "docs", "tf", "wtf", "atf", "length", "wlength", "alength",
+                "title", "pairs/terms", "pairs/offsets", "pairs/docs", "anchor/fp")}
+
+    before = arrays()
+    split_rank_file(out, 0, 5)  # what resuming a stopped crawl does
+    RankStore(out, 0, 1, Settings().to_dict(), flush_pages=2, resume_at=5).close(6)
+    after = arrays()
+    assert before.keys() == after.keys()
+    for name in before:
+        assert np.array_equal(before[name], after[name]), name
