@@ -293,3 +293,35 @@ def test_the_search_index_survives_a_split_for_resume(tmp_path):
     assert before.keys() == after.keys()
     for name in before:
         assert np.array_equal(before[name], after[name]), name
+
+
+def test_pruning_gives_the_exhaustive_top_10_with_every_part(tmp_path, monkeypatch):
+    """BM25F, phrase hits and PageRank: MaxScore pruning (few postings enumerated) gives
+    the same top 10 as summing every posting."""
+    import h5py
+
+    import bspcrawl.search as engine
+
+    rng = np.random.default_rng(9)
+    vocab = [f"w{i}" for i in range(200)]
+    p = 1 / np.arange(1, 201)
+    p /= p.sum()
+    pages = [(f"http://a.test/{i}", " ".join(rng.choice(vocab, 3, p=p)),
+              " ".join(rng.choice(vocab, rng.integers(5, 60), p=p))) for i in range(500)]
+    out = build(tmp_path, pages)
+    with h5py.File(out / "rank-0000.h5", "r+") as f:
+        f["rank/pagerank"] = rng.dirichlet(np.ones(500))
+    searcher = Searcher(open_shards(out))
+    pruned_ok = []
+    real = engine._pruned
+    monkeypatch.setattr(engine, "_pruned", lambda *a: pruned_ok.append(real(*a)) or
+                        pruned_ok[-1])
+    for size in [2, 3, 4] * 20:
+        query = Query.parse(" ".join(rng.choice(vocab, size, p=p)))
+        monkeypatch.setattr(engine, "ENUMERATED", 40)
+        pruned = [(h.doc, h.score) for h in searcher.top(query, 10)]
+        monkeypatch.setattr(engine, "ENUMERATED", 0)
+        every = [(h.doc, h.score) for h in searcher.top(query, 10)]
+        assert [d for d, _ in pruned] == [d for d, _ in every]
+        assert [s for _, s in pruned] == pytest.approx([s for _, s in every], rel=1e-5)
+    assert sum(x is not None for x in pruned_ok) >= 10  # the pruned path answered often
