@@ -375,6 +375,9 @@ class Searcher:
             totals = totals.add(t)
         self.totals = totals
         self.pageranks = [s.pagerank_part(totals) for s in shards]
+        self.pagerank_scores = [None if pr is None or plain else
+                                (self.mix["pagerank"] * pr).astype(np.float32)
+                                for pr in self.pageranks]  # weighted, once
         self.clusters: np.ndarray | None = None  # each crawl.h5 row's duplicate cluster
 
     def idf(self, query: Query) -> np.ndarray:
@@ -390,7 +393,7 @@ class Searcher:
         idf = self.idf(query)
         hits: list[Hit] = []
         for number, shard in enumerate(self.shards):
-            docs, scores = self._score(shard, self.pageranks[number], query, idf, k)
+            docs, scores = self._score(shard, self.pagerank_scores[number], query, idf, k)
             hits += [Hit(number, d, s) for d, s in zip(docs.tolist(), scores.tolist(),
                                                        strict=True)]
         hits.sort(key=lambda h: (-h.score, h.shard, h.doc))
@@ -398,7 +401,8 @@ class Searcher:
 
     def _score(self, shard: Shard, pagerank: np.ndarray | None, query: Query,
                idf: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The ``k`` best docs of one shard and their scores."""
+        """The ``k`` best docs of one shard and their scores (``pagerank``: each doc's
+        weighted PageRank part, or None)."""
         parts = shard.term_parts(self.totals, self.plain, self.k1, self.b)
         highest = shard.highest_parts(self.plain)
         scale = idf if self.plain else idf * np.float32(
@@ -417,21 +421,18 @@ class Searcher:
                 if i is not None:
                     a, e = shard.pair_offsets[i], shard.pair_offsets[i + 1]
                     lists.append(_List(shard.pair_docs[a:e], None, w, float(w)))
-        if not self.plain and pagerank is not None:
-            pr = (self.mix["pagerank"] * pagerank).astype(np.float32)
-        else:
-            pr = None
         if not lists:
             return np.zeros(0, np.int64), np.zeros(0, np.float32)
-        if len(lists) == 1 and pr is None:
+        if len(lists) == 1 and pagerank is None:
             only = lists[0]  # the best parts are the best scores
             values = only.parts if only.parts is not None else np.ones(len(only.docs),
                                                                         np.float32)
             docs, best = _best(only.docs, values, k)
             return docs, best * only.weight
-        found = _pruned(lists, pr, k) if sum(len(x.docs) for x in lists) > ENUMERATED \
+        found = _pruned(lists, pagerank, k) if sum(len(x.docs) for x in lists) > ENUMERATED \
             else None
-        return found if found is not None else _every(shard.scratch, lists, pr, k)
+        return found if found is not None else _every(shard.scratch, lists, pagerank, k)
+
     def explain(self, query: Query, hit: Hit) -> dict[str, object]:
         """Each part of ``hit``'s score: per term its counts, idf and BM25F share; the
         phrase pairs found; PageRank; the weights."""
