@@ -142,7 +142,7 @@ class Committer:
         if len(sent) > SENT_MEMO:
             sent.clear()
         out = []
-        for url, fp, anchor in zip(urls, fps, anchors or [""] * len(urls), strict=True):
+        for url, fp, anchor in zip(urls, fps, anchors, strict=True):
             if sent.get(fp, _DEEPEST) > depth:
                 sent[fp] = depth
                 out.append(Link(url, depth, 0, clip_anchor(anchor) if anchor else ""))
