@@ -31,6 +31,10 @@ value resolve to the page itself, as in a browser. ``<meta name="robots">`` give
 noindex / nofollow ("none" is both); with nofollow the page has no links, with
 noindex no text.
 
+For the index for ranking (``index/ranking.py``) the page also gives each link's anchor
+text, and the text of its headings by level: the scan below finds which levels the markup
+has ("<h1" ... "<h6"), and each level present costs one walk of the tree.
+
 Touch each href as little as possible: the hrefs, as in the markup, are
 de-duplicated per page with dict operations, and a ``LinkCache`` answers those
 already resolved for the same base; only the rest go to ada-url.
@@ -125,8 +129,9 @@ class ParsedPage:
     noindex: bool = False
     nofollow: bool = False
     anchors: list[str] = field(default_factory=list)
-    """The anchor text of each of ``links`` (the text of the first ``<a>`` of that URL
-    that has some, as in the markup; '' for none, and for a link to the page itself)."""
+    """The anchor text of each of ``links``: that of the URL's first href in the markup (the
+    text of the first ``<a>`` of that href that has some; '' for none, for ``<link>``,
+    frames and meta refresh, and for a link to the page itself)."""
     headings: dict[str, str] = field(default_factory=dict)
     """The text of the page's ``<h1>`` ... ``<h5>`` by level (``"h1"``: every ``<h1>``'s
     text, one a line; an ``<h6>`` counts as ``"h5"``), for the index's tag weights."""
