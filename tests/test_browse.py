@@ -80,9 +80,15 @@ def test_versions_diff_search_and_stats(app):
     a, b = re.findall(r'<option value="(\d{14})"', page)[:2]
     status, _, page = get(f"{base}/diff?url={url}&a={a}&b={b}")
     assert status == 200 and ('class="add"' in page or 'class="del"' in page)
-    status, _, page = get(f"{base}/search?q=hostile")
-    assert status == 200 and 'href="/web/' in page and history.hostile_url in page
-    assert "1 result<" in page
+    status, _, page = get(f"{base}/search?q=hostile")  # words: the BM25 ranking
+    assert status == 200 and 'href="/web/' in page
+    first = re.search(r'<a class="result" href="/web/\d{14}/([^"]+)"', page).group(1)
+    assert first == history.hostile_url and 'class="snippet"' in page
+    host = history.hostile_url.split("/")[2]  # an address: titles and URLs, plainly
+    status, _, page = get(f"{base}/search?q={host}")
+    found = re.findall(r'<a class="result" href="/web/\d{14}/([^"]+)"', page)
+    assert status == 200 and history.hostile_url in found
+    assert all(u.split("/")[2] == host for u in found)
     status, _, page = get(f"{base}/stats")
     assert status == 200 and page.count('<svg class="chart"') == 4
     assert "pages per second" in page and "rank 0" in page

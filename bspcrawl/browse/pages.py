@@ -11,7 +11,8 @@ from html import escape
 
 from bspcrawl.browse.charts import bar_chart, line_chart, rates
 from bspcrawl.browse.rewrite import archive_url
-from bspcrawl.browse.view import Capture, Page, StatsData
+from bspcrawl.browse.search import Found
+from bspcrawl.browse.view import Capture, StatsData
 
 STYLE = """
 body{font:15px/1.45 system-ui,sans-serif;margin:0;color:#222;background:#fafafa}
@@ -30,6 +31,7 @@ table{border-collapse:collapse}td,th{padding:.15em .6em;text-align:left}
 pre.diff{background:#fff;border:1px solid #ddd;padding:.5em;white-space:pre-wrap}
 .add{background:#e6ffec}.del{background:#ffebe9}.hunk{color:#6a737d}
 input[type=search]{width:30em;font-size:15px}
+.snippet{margin:.15em 0 .7em;color:#444;font-size:14px;max-width:60em}
 """
 
 
@@ -67,12 +69,13 @@ def home(out: str, facts: dict[str, object]) -> str:
                   f"<h2>Summary</h2>{facts_table(facts)}</main>")
 
 
-def results(query: str, found: list[Page]) -> str:
-    """``/search``: the pages found, each opening its newest capture."""
+def results(query: str, found: list[Found]) -> str:
+    """``/search``: the pages found, each opening its newest capture, with its snippet."""
     items = "".join(
-        f'<li><a class="result" href="{escape(archive_url(p.ts, p.url))}">'
-        f"{escape(p.title or p.url)}</a><br><small>{escape(p.url)}</small></li>"
-        for p in found)
+        f'<li><a class="result" href="{escape(archive_url(f.page.ts, f.page.url))}">'
+        f"{escape(f.page.title or f.page.url)}</a><br><small>{escape(f.page.url)}</small>"
+        + (f'<p class="snippet">{escape(f.snippet)}</p>' if f.snippet else "") + "</li>"
+        for f in found)
     none = "" if found else "<p>No page matches.</p>"
     return layout(f"search: {query}", f"<main>{search_form(query)}<h1>{len(found)} "
                   f"result{'s' * (len(found) != 1)}</h1>{none}<ol>{items}</ol></main>")

@@ -1,17 +1,40 @@
-"""The search box: plain title and URL matching, for now.
+"""The search box: the crawl's BM25 ranking for words, plain matching for a URL or host.
 
-:func:`search` is the one function the app calls for a query; a ranked search (the BM25
-index of ``bspcrawl search``) replaces its body without touching the app.
+A query of words goes to the crawl's index for ranking (:mod:`bspcrawl.search`, the
+ranking of ``bspcrawl search``: BM25F over title, headings, body and anchor text, phrase
+hits, PageRank once ``bspcrawl rank`` has run, duplicates folded), with a snippet for each
+result. A query that looks like a URL or a host (one token holding ``.``, ``/`` or ``:``,
+such as ``127.1.0.2`` or ``example.org/docs``), and every query on a crawl written without
+that index (an older bspcrawl), is matched plainly against the pages' titles and URLs.
 """
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass
+
+from bspcrawl import search as ranking
 from bspcrawl.browse.view import CrawlView, Page
+from bspcrawl.index.cdxj import timestamp14
 
 LIMIT = 50
 
 
-def search(view: CrawlView, query: str, limit: int = LIMIT) -> list[Page]:
+@dataclass(frozen=True, slots=True)
+class Found:
+    """One result of the search box: the page (its newest capture) and a snippet."""
+
+    page: Page
+    snippet: str = ""
+
+
+def looks_like_address(query: str) -> bool:
+    """True for a query of one token holding ``.``, ``/`` or ``:`` (a URL, a host)."""
+    words = query.split()
+    return len(words) == 1 and any(c in words[0] for c in "./:")
+
+
+def plain(view: CrawlView, query: str, limit: int = LIMIT) -> list[Found]:
     """Pages whose title or URL holds every word of ``query`` (case-insensitive), title
     matches first, at most ``limit``."""
     words = query.lower().split()
@@ -21,7 +44,45 @@ def search(view: CrawlView, query: str, limit: int = LIMIT) -> list[Page]:
     for page in view.catalogue():
         title, url = page.title.lower(), page.url.lower()
         if all(w in title for w in words):
-            in_title.append(page)
+            in_title.append(Found(page))
         elif all(w in title or w in url for w in words):
-            in_url.append(page)
+            in_url.append(Found(page))
     return (in_title + in_url)[:limit]
+
+
+class SearchBox:
+    """What ``/search`` answers for a crawl (module docstring). Thread-safe: the ranking's
+    searcher is opened on the first query and shared under a lock."""
+
+    def __init__(self, view: CrawlView, limit: int = LIMIT) -> None:
+        self.view, self.limit = view, limit
+        self._lock = threading.Lock()
+        self._searcher: ranking.Searcher | None = None
+        self._indexed: bool | None = None  # None: not looked at yet
+
+    def search(self, query: str) -> list[Found]:
+        """The results of ``query``, best first."""
+        if not query.split():
+            return []
+        if looks_like_address(query):
+            return plain(self.view, query, self.limit)
+        with self._lock:
+            searcher = self._open()
+            if searcher is None:
+                return plain(self.view, query, self.limit)
+            try:
+                hits = ranking.search(searcher, self.view.out, query, self.limit)
+            except ranking.SearchError:  # no word to search for (punctuation only)
+                return plain(self.view, query, self.limit)
+        return [Found(Page(r.url, r.title, timestamp14(r.fetch_time)), r.snippet)
+                for r in hits]
+
+    def _open(self) -> ranking.Searcher | None:
+        """The searcher, opened once; None for a crawl without an index for ranking."""
+        if self._indexed is None:
+            try:
+                self._searcher = ranking.Searcher(ranking.open_shards(self.view.out))
+                self._indexed = True
+            except ranking.SearchError:
+                self._indexed = False
+        return self._searcher

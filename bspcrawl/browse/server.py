@@ -4,7 +4,7 @@ running one): the standard library's ``ThreadingHTTPServer``, read-only, no scri
 Routes of :class:`BrowseApp` (pywb's URL scheme for archived pages)::
 
     /                          summary and search box
-    /search?q=WORDS            pages whose title or URL holds the words (search.py)
+    /search?q=WORDS            the crawl's BM25 ranking; a URL or host: plain matching
     /web/{ts}/{url}            banner + sandboxed iframe of the version nearest ts
     /web/{ts}if_/{url}         that version's content, rewritten (rewrite.py), strict CSP
     /web/*/{url}               every version by year and month; a form to compare two
@@ -31,7 +31,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from bspcrawl.browse import pages
 from bspcrawl.browse.rewrite import archive_url, rewrite_html
-from bspcrawl.browse.search import search
+from bspcrawl.browse.search import SearchBox
 from bspcrawl.browse.view import Capture, CrawlView, text_lines
 from bspcrawl.index.cdxj import bare_mime
 from bspcrawl.index.inspect import parse_time
@@ -96,6 +96,7 @@ class BrowseApp:
 
     def __init__(self, view: CrawlView) -> None:
         self.view = view
+        self.box = SearchBox(view)
 
     def get(self, target: str) -> Response:
         """Answer a GET of ``target`` (raw: for /web/, the archived URL's query is its own)."""
@@ -111,7 +112,7 @@ class BrowseApp:
             return Response(body=pages.home(str(self.view.out), self.view.facts()))
         if route == "/search":
             q = query.get("q", "")
-            return Response(body=pages.results(q, search(self.view, q)))
+            return Response(body=pages.results(q, self.box.search(q)))
         if route == "/diff":
             return self.diff(query.get("url", ""), query.get("a", ""), query.get("b", ""))
         if route == "/stats":
