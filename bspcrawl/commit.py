@@ -35,7 +35,7 @@ import xxhash
 from bspcrawl.counters import Stats
 from bspcrawl.index.archive import Archive
 from bspcrawl.index.store import RankStore
-from bspcrawl.index.terms import EMPTY, count_terms, count_terms_each
+from bspcrawl.index.terms import EMPTY, count_terms_each, count_terms_with
 from bspcrawl.messages import FetchResult, Link, clip_anchor
 from bspcrawl.robots.links import LinkCache, ParsedPage, parse_html
 from bspcrawl.robots.robotstxt import header_directives
@@ -87,7 +87,7 @@ class Committer:
         """Commit one page result; returns the links it yields (a redirect's target, or
         the page's links unless nofollow, with their anchor text)."""
         job = result.job
-        redirect, found, anchors, terms, page = "", [], [], EMPTY, None
+        redirect, found, anchors, terms, page, parts = "", [], [], EMPTY, None, None
         links: list[Link] = []
         self.archive.restore(result, job.fp)
         if result.location:
@@ -107,14 +107,14 @@ class Committer:
                 if self.max_hosts and len(found) > self.max_hosts:  # else they cannot be
                     found, anchors = self._few_hosts(found, anchors)
             if not page.noindex and "noindex" not in header and "none" not in header:
-                terms = count_terms(page.text)
+                terms, parts = count_terms_with(page.text, field_texts(page))
         fps = self.fingerprints(found).tolist()
         links += self._unsent(found, fps, job.depth + 1, anchors)
         content_fp = xxhash.xxh3_64_intdigest(result.body) if result.body else 0
         self.archive.record(result, job.fp, host_hash(job.host), content_fp)
         doc = self.store.commit(result, job.fp, redirect, fps, terms, content_fp)
-        if page is not None and len(terms):
-            self.store.search.add_page(doc, terms, page.title, fields(page))
+        if page is not None and parts is not None and len(terms):
+            self.store.search.add_page(doc, terms, page.title, fields(page, parts))
         return links
 
     def credit(self, links: list[Link]) -> None:
@@ -166,12 +166,17 @@ class Committer:
         return kept, kept_anchors
 
 
-def fields(page: ParsedPage) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """The (term hashes, counts) of a page's title and of each of its heading levels,
-    tokenised in one call (``index/ranking.py`` weights them)."""
+def field_texts(page: ParsedPage) -> list[bytes]:
+    """A page's title, then the text of each of its heading levels (``fields``' order)."""
+    return [page.title.encode(), *(t.encode() for t in page.headings.values())]
+
+
+def fields(page: ParsedPage, parts: tuple[np.ndarray, np.ndarray, np.ndarray]
+           ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The (term hashes, counts) of a page's title and of each of its heading levels, from
+    the counts of :func:`field_texts` (``index/ranking.py`` weights them)."""
     names = ["title", *page.headings]
-    which, hashes, tf = count_terms_each([page.title.encode(),
-                                          *(t.encode() for t in page.headings.values())])
+    which, hashes, tf = parts
     bounds = np.searchsorted(which, np.arange(len(names) + 1)).tolist()
     return {name: (hashes[a:b], tf[a:b])
             for name, a, b in zip(names, bounds[:-1], bounds[1:], strict=True)}
