@@ -520,9 +520,12 @@ def cmd_demo(args: argparse.Namespace) -> None:
         code = subprocess.call(cmd, env={**os.environ, "MPIEXEC_TIMEOUT": "3600"})
     if code:
         raise UsageError(f"the crawl failed (mpiexec exit code {code})")
-    args.dir, args.json, args.urls = str(out), False, False
+    args.dir, args.json, args.urls, args.duplicates = str(out), False, False, False
     args.history = args.body = args.at = None
     cmd_inspect(args)
+    print(f"\nnext (in the virtualenv): bspcrawl rank {out} && bspcrawl search {out} 'some words'"
+          f"; bspcrawl serve {out} to browse the crawl at http://127.0.0.1:8080/",
+          file=sys.stderr)
 
 
 DEMO_OUT = "demo-out"

@@ -7,9 +7,9 @@ import pytest
 from tests.crawling import PY, crawl, serve
 
 
-def bspcrawl(*argv, **kw):
+def bspcrawl(*argv, timeout=60, **kw):
     return subprocess.run([PY, "-m", "bspcrawl", *argv], capture_output=True, text=True,
-                          timeout=60, **kw)
+                          timeout=timeout, **kw)
 
 
 def assert_one_line_error(res, fragment):
@@ -149,3 +149,16 @@ def test_help_gives_each_default_once(command):
     assert text.count("(default: 8)") == 1  # --robots
     assert text.count("(default: auto)") == 1  # --progress
     assert "no limit) (default: 0)" in text  # --max-pages: a zero is shown
+
+
+def test_demo_crawls_the_local_web_and_summarises(tmp_path):
+    # what `make demo` runs, on a smaller web: the crawl, the summary, the next steps
+    res = bspcrawl("demo", "--pages", "120", "--hosts", "4", "--ranks", "1",
+                   "--out", str(tmp_path / "demo"), timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "Traceback" not in res.stderr
+    summary = dict(line.split(None, 1) for line in res.stdout.splitlines()
+                   if line and not line.startswith(" ") and len(line.split(None, 1)) == 2)
+    assert int(summary["pages_fetched"]) > 0 and summary["ranks"] == "1"
+    assert (tmp_path / "demo" / "crawl.h5").is_file()
+    assert f"bspcrawl serve {tmp_path / 'demo'}" in res.stderr
