@@ -1,0 +1,234 @@
+"""The seen set: every URL fingerprint a rank has accepted, exact, tested a batch at a time.
+
+IRLbot's DRUM (Lee, Leonard, Wang, Loguinov, WWW 2008) checks URLs against sorted
+structures in batches instead of one at a time; a BSP superstep is such a batch. Here the
+fingerprints (64-bit, ``urls.fingerprints``) live in sorted int64 arrays, 8 bytes per URL,
+with no false positives: a crawl keeps the same pages and doc ids as with a Python set
+(about 70 bytes per URL with its int objects; ``docs/performance/scale.md``).
+
+Layout: *shards*, sorted arrays over disjoint key ranges in key order, and a *delta*, one
+sorted array of recent keys that are in no shard. A worked example (``shard_max`` = 4 to
+keep it short; the default is ``SHARD_MAX`` = 2**21 keys, 16 MiB)::
+
+    shards = [[-9, -4, 2], [5, 8, 11, 20]]   # each sorted; disjoint ranges, in key order
+    lows   = [INT64_MIN, 5]                  # shard i holds the keys in [lows[i], lows[i+1])
+    delta  = [-1, 7]                         # sorted, in no shard
+
+``contains_batch([7, 3, 20])`` sorts the batch once, searches the delta with it, cuts the
+sorted batch at ``lows[1:]`` and searches each shard for its own slice (``np.searchsorted``
+on sorted keys: the probes of one shard walk it in order): ``[True, False, True]``.
+``add_batch([3, 3, 8])`` puts 3 into the delta once and returns ``[True, False, False]``.
+
+When the delta passes ``max(DELTA_MIN, len/16)`` keys it is merged into the shards, one
+shard at a time (a merge of two sorted runs: ``np.sort(kind="stable")``, i.e. timsort, on
+their concatenation), and a shard longer than ``shard_max`` is cut into halves. So the keys
+are copied about 16 times each over a crawl (amortised), and the transient of a merge is
+one shard and its part of the delta, never the whole set: RAM stays within
+``8 * len + 8 * len / 16 + 2 * 8 * shard_max`` bytes, under 9 bytes per URL once the set
+is large.
+
+Past ``memory`` bytes of arrays in RAM, whole shards spill to ``spill_dir`` as ``.npy``
+files and are searched memory-mapped (``np.load(mmap_mode="r")``: a probe costs ~log2 of
+the shard's pages, the page cache keeps the hot ones); a merge rewrites a spilled shard to a
+new file, as DRUM merges its disk buckets. The delta is then held to ``memory / 32`` keys
+so that it fits too. Spill files are a cache, not state: a checkpoint writes
+:meth:`to_array`, and a new set deletes what a killed process left in its directory.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+
+SHARD_MAX = 1 << 21  # keys per shard before it is cut in two (16 MiB)
+DELTA_MIN = 1 << 16  # the delta may hold this many keys before a merge, whatever len is
+DELTA_FRACTION = 16  # ... or len / DELTA_FRACTION, whichever is larger
+INT64_MIN = np.iinfo(np.int64).min
+
+
+def _keys(fps: np.ndarray | list[int]) -> np.ndarray:
+    return np.ascontiguousarray(fps, dtype=np.int64).ravel()
+
+
+def _merge(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The union of two sorted arrays with no key in common, sorted (a new array)."""
+    both = np.concatenate([np.asarray(a), np.asarray(b)])  # asarray: a map's keys, loaded
+    both.sort(kind="stable")  # timsort: two runs, one linear merge
+    return both
+
+
+def _increasing(a: np.ndarray) -> bool:
+    """Strictly increasing? (``np.diff`` of int64 keys would overflow)"""
+    return bool(np.all(a[1:] > a[:-1]))
+
+
+def _found(run: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Which of the sorted ``keys`` are in the sorted ``run``."""
+    if not len(run):
+        return np.zeros(len(keys), dtype=bool)
+    at = np.searchsorted(run, keys)
+    np.minimum(at, len(run) - 1, out=at)
+    return np.asarray(run[at] == keys)
+
+
+class SeenSet:
+    """An exact set of int64 URL fingerprints, tested and grown a batch at a time.
+
+    API: :meth:`contains_batch` and :meth:`add_batch` (one call per superstep's links),
+    ``fp in seen`` and ``len(seen)``; :meth:`to_array` and :meth:`add_batch` again for
+    checkpoints; :meth:`close` deletes the spill files. ``ram_bytes`` and ``disk_bytes``
+    say where the keys are.
+
+    Invariants (:meth:`_check`): every shard is strictly increasing and within its range
+    ``[lows[i], lows[i+1])``; the delta is strictly increasing and shares no key with the
+    shards; ``len`` counts them all; a spilled shard is a read-only map of its file in
+    ``spill_dir``, and no other file is there.
+    """
+
+    def __init__(self, memory: int = 1 << 30, spill_dir: Path | None = None,
+                 shard_max: int = SHARD_MAX, delta_min: int = DELTA_MIN) -> None:
+        """``memory``: bytes of arrays kept in RAM before shards spill to ``spill_dir``
+        (None: never spill). ``shard_max``, ``delta_min``: see the module docstring."""
+        if shard_max < 2 or delta_min < 1 or memory < 0:
+            raise ValueError("shard_max must be >= 2, delta_min >= 1, memory >= 0")
+        self.memory, self.spill_dir = memory, spill_dir
+        self.shard_max, self.delta_min = shard_max, delta_min
+        self._shards: list[np.ndarray] = [np.empty(0, np.int64)]
+        self._lows = np.array([INT64_MIN], dtype=np.int64)
+        self._delta = np.empty(0, np.int64)
+        self._len = 0
+        self._files = 0  # spill files written, for their names
+        if spill_dir is not None and spill_dir.exists():
+            for old in spill_dir.glob("run-*.npy*"):  # a killed process's cache
+                old.unlink()
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __contains__(self, fp: int) -> bool:
+        return bool(self.contains_batch(np.array([fp], dtype=np.int64))[0])
+
+    @property
+    def ram_bytes(self) -> int:
+        """Bytes of keys held in RAM (the delta and the shards not spilled)."""
+        return 8 * (len(self._delta) + sum(len(s) for s in self._shards
+                                           if not isinstance(s, np.memmap)))
+
+    @property
+    def disk_bytes(self) -> int:
+        """Bytes of keys in spill files."""
+        return 8 * sum(len(s) for s in self._shards if isinstance(s, np.memmap))
+
+    def contains_batch(self, fps: np.ndarray | list[int]) -> np.ndarray:
+        """A bool per fingerprint: is it in the set? O(b log n) for b fingerprints: one
+        sort of the batch, one ``searchsorted`` for the delta and one per shard."""
+        keys = _keys(fps)
+        order = np.argsort(keys, kind="stable")
+        ordered = keys[order]
+        found = np.empty(len(keys), dtype=bool)
+        found[order] = _found(self._delta, ordered) | self._in_shards(ordered)
+        return found
+
+    def _in_shards(self, ordered: np.ndarray) -> np.ndarray:
+        """Which of the sorted keys are in a shard (the delta left out)."""
+        hit = np.zeros(len(ordered), dtype=bool)
+        cuts = np.searchsorted(ordered, self._lows[1:]).tolist()
+        for shard, a, b in zip(self._shards, [0, *cuts], [*cuts, len(ordered)], strict=True):
+            if a < b:
+                hit[a:b] = _found(shard, ordered[a:b])
+        return hit
+
+    def add_batch(self, fps: np.ndarray | list[int]) -> np.ndarray:
+        """Add the fingerprints; a bool per fingerprint: was it new? Of a fingerprint
+        repeated in the batch only the first is new. Amortised O(b log n)."""
+        keys = _keys(fps)
+        unique, first = np.unique(keys, return_index=True)
+        fresh = ~self.contains_batch(unique)
+        new = np.zeros(len(keys), dtype=bool)
+        new[first[fresh]] = True
+        if fresh.any():
+            self._delta = _merge(self._delta, unique[fresh])
+            self._len += int(fresh.sum())
+            if len(self._delta) > self._delta_limit():
+                self._flush()
+        return new
+
+    def to_array(self) -> np.ndarray:
+        """Every fingerprint, sorted (a new array of 8 bytes per key, for a checkpoint;
+        :meth:`add_batch` of it into an empty set gives this set back)."""
+        return _merge(np.concatenate([np.asarray(s) for s in self._shards]), self._delta)
+
+    def close(self) -> None:
+        """Delete the spill files (the set is unusable after)."""
+        for i, shard in enumerate(self._shards):
+            if isinstance(shard, np.memmap):
+                self._unlink(shard)
+                self._shards[i] = np.empty(0, np.int64)
+
+    def _delta_limit(self) -> int:
+        limit = max(self.delta_min, self._len // DELTA_FRACTION)
+        return max(1, min(limit, self.memory // 32)) if self.spill_dir else limit
+
+    def _flush(self) -> None:
+        """Merge the delta into the shards, cut long ones in two, then spill while RAM
+        holds more than ``memory`` bytes. A spilled shard that takes keys is rewritten to
+        a new file at once, so at most one shard is ever loaded."""
+        cuts = [0, *np.searchsorted(self._delta, self._lows[1:]).tolist(), len(self._delta)]
+        shards: list[np.ndarray] = []
+        lows: list[int] = []
+        for i, shard in enumerate(self._shards):
+            part = self._delta[cuts[i]:cuts[i + 1]]
+            if not len(part):
+                shards.append(shard)
+                lows.append(int(self._lows[i]))
+                continue
+            spilled = isinstance(shard, np.memmap)
+            merged = _merge(shard, part)
+            if spilled:
+                self._unlink(shard)
+            pieces = -(-len(merged) // self.shard_max)  # enough pieces of at most shard_max
+            for k, piece in enumerate(np.array_split(merged, pieces)):
+                piece = piece if pieces == 1 else piece.copy()  # no piece keeps all alive
+                shards.append(self._spill(piece) if spilled else piece)
+                lows.append(int(self._lows[i]) if k == 0 else int(piece[0]))
+        self._shards, self._lows = shards, np.array(lows, dtype=np.int64)
+        self._delta = np.empty(0, np.int64)
+        if self.spill_dir is not None:
+            ram = self.ram_bytes
+            for i in sorted(range(len(shards)), key=lambda i: -len(shards[i])):
+                if ram <= self.memory:
+                    break
+                if len(shards[i]) and not isinstance(shards[i], np.memmap):
+                    ram -= 8 * len(shards[i])
+                    self._shards[i] = self._spill(shards[i])
+
+    def _spill(self, keys: np.ndarray) -> np.ndarray:
+        """Write a sorted shard to a new file; its read-only map."""
+        assert self.spill_dir is not None
+        self.spill_dir.mkdir(parents=True, exist_ok=True)
+        path = self.spill_dir / f"run-{self._files:08d}.npy"
+        self._files += 1
+        np.save(path, keys)
+        return np.load(path, mmap_mode="r")
+
+    @staticmethod
+    def _unlink(shard: np.memmap) -> None:
+        os.unlink(shard.filename)  # its pages stay readable until the map is dropped
+
+    def _check(self) -> None:
+        """Assert the invariants of the class docstring (the stress test calls it)."""
+        assert len(self._shards) == len(self._lows) >= 1 and self._lows[0] == INT64_MIN
+        assert _increasing(self._lows), "shard ranges out of order"
+        bounds = [*self._lows[1:].tolist(), None]
+        for shard, low, high in zip(self._shards, self._lows.tolist(), bounds, strict=True):
+            assert _increasing(shard), "a shard not strictly increasing"
+            assert not len(shard) or shard[0] >= low and (high is None or shard[-1] < high)
+        assert _increasing(self._delta), "the delta not strictly increasing"
+        assert not self._in_shards(self._delta).any(), "a key both in the delta and a shard"
+        assert self._len == len(self._delta) + sum(map(len, self._shards))
+        files = {Path(s.filename).name for s in self._shards if isinstance(s, np.memmap)}
+        on_disk = ({p.name for p in self.spill_dir.glob("run-*")} if self.spill_dir
+                   else set())
+        assert files == on_disk, (files, on_disk)
