@@ -8,7 +8,7 @@ with no false positives: a crawl keeps the same pages and doc ids as with a Pyth
 
 Layout: *shards*, sorted arrays over disjoint key ranges in key order, and a *delta*, one
 sorted array of recent keys that are in no shard. A worked example (``shard_max`` = 4 to
-keep it short; the default is ``SHARD_MAX`` = 2**21 keys, 16 MiB)::
+keep it short; the default is ``SHARD_MAX`` = 2**20 keys, 8 MiB)::
 
     shards = [[-9, -4, 2], [5, 8, 11, 20]]   # each sorted; disjoint ranges, in key order
     lows   = [INT64_MIN, 5]                  # shard i holds the keys in [lows[i], lows[i+1])
@@ -42,7 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
-SHARD_MAX = 1 << 21  # keys per shard before it is cut in two (16 MiB)
+SHARD_MAX = 1 << 20  # keys per shard before it is cut in two (8 MiB)
 DELTA_MIN = 1 << 16  # the delta may hold this many keys before a merge, whatever len is
 DELTA_FRACTION = 16  # ... or len / DELTA_FRACTION, whichever is larger
 INT64_MIN = np.iinfo(np.int64).min
@@ -52,11 +52,11 @@ def _keys(fps: np.ndarray | list[int]) -> np.ndarray:
     return np.ascontiguousarray(fps, dtype=np.int64).ravel()
 
 
-def _merge(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The union of two sorted arrays with no key in common, sorted (a new array)."""
-    both = np.concatenate([np.asarray(a), np.asarray(b)])  # asarray: a map's keys, loaded
-    both.sort(kind="stable")  # timsort: two runs, one linear merge
-    return both
+def _merge(*runs: np.ndarray) -> np.ndarray:
+    """The union of sorted arrays with no key in common, sorted (a new array)."""
+    every = np.concatenate([np.asarray(r) for r in runs])  # asarray: a map's keys, loaded
+    every.sort(kind="stable")  # timsort: it finds the runs and merges them, in linear time
+    return every
 
 
 def _increasing(a: np.ndarray) -> bool:
@@ -158,7 +158,7 @@ class SeenSet:
     def to_array(self) -> np.ndarray:
         """Every fingerprint, sorted (a new array of 8 bytes per key, for a checkpoint;
         :meth:`add_batch` of it into an empty set gives this set back)."""
-        return _merge(np.concatenate([np.asarray(s) for s in self._shards]), self._delta)
+        return _merge(*self._shards, self._delta)  # the shards in order: one run
 
     def close(self) -> None:
         """Delete the spill files (the set is unusable after)."""
@@ -179,6 +179,7 @@ class SeenSet:
         shards: list[np.ndarray] = []
         lows: list[int] = []
         for i, shard in enumerate(self._shards):
+            self._shards[i] = self._delta[:0]  # let it go once merged: one shard at a time
             part = self._delta[cuts[i]:cuts[i + 1]]
             if not len(part):
                 shards.append(shard)
