@@ -37,6 +37,7 @@ so that it fits too. Spill files are a cache, not state: a checkpoint writes
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -161,11 +162,15 @@ class SeenSet:
         return _merge(*self._shards, self._delta)  # the shards in order: one run
 
     def close(self) -> None:
-        """Delete the spill files (the set is unusable after)."""
+        """Delete the spill files and their directory if empty (the set is unusable
+        after)."""
         for i, shard in enumerate(self._shards):
             if isinstance(shard, np.memmap):
                 self._unlink(shard)
                 self._shards[i] = np.empty(0, np.int64)
+        if self.spill_dir is not None:
+            with contextlib.suppress(OSError):
+                self.spill_dir.rmdir()
 
     def _delta_limit(self) -> int:
         limit = max(self.delta_min, self._len // DELTA_FRACTION)

@@ -74,7 +74,7 @@ def test_resume_after_a_kill_while_the_seen_set_had_spilled(tmp_path):
         res = resume(2, out, "--checkpoint-every", "10")
         assert res.returncode == 0, res.stderr
     assert_complete_and_exact(out, web)
-    assert not list((out / "seen").rglob("run-*"))
+    assert not (out / "seen").exists()
 
 
 def test_sigkill_at_a_random_superstep_of_a_5000_page_crawl_then_resume(tmp_path):
