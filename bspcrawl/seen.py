@@ -6,26 +6,32 @@ fingerprints (64-bit, ``urls.fingerprints``) live in sorted int64 arrays, 8 byte
 with no false positives: a crawl keeps the same pages and doc ids as with a Python set
 (about 70 bytes per URL with its int objects; ``docs/performance/scale.md``).
 
-Layout: *shards*, sorted arrays over disjoint key ranges in key order, and a *delta*, one
-sorted array of recent keys that are in no shard. A worked example (``shard_max`` = 4 to
-keep it short; the default is ``SHARD_MAX`` = 2**20 keys, 8 MiB)::
+Layout: *shards*, sorted arrays over disjoint key ranges in key order, and two sorted
+arrays of keys in no shard, the *delta* and, newer still, the *recent* keys (an LSM tree of
+three levels). A worked example (``shard_max`` = 4 to keep it short; the default is
+``SHARD_MAX`` = 2**20 keys, 8 MiB)::
 
-    shards = [[-9, -4, 2], [5, 8, 11, 20]]   # each sorted; disjoint ranges, in key order
-    lows   = [INT64_MIN, 5]                  # shard i holds the keys in [lows[i], lows[i+1])
-    delta  = [-1, 7]                         # sorted, in no shard
+    shards = [[-9, -4, 2, 5], [8, 11, 20]]   # each sorted; disjoint ranges, in key order
+    lows   = [INT64_MIN, 8]                  # shard i holds the keys in [lows[i], lows[i+1])
+    delta  = [-1, 3]                         # sorted, in no shard
+    recent = [7]                             # sorted, in no shard nor the delta
 
-``contains_batch([7, 3, 20])`` sorts the batch once, searches the delta with it, cuts the
-sorted batch at ``lows[1:]`` and searches each shard for its own slice (``np.searchsorted``
-on sorted keys: the probes of one shard walk it in order): ``[True, False, True]``.
-``add_batch([3, 3, 8])`` puts 3 into the delta once and returns ``[True, False, False]``.
+``contains_batch([7, 6, 20])`` sorts the batch once, searches the recent keys and the
+delta with it, cuts the sorted batch at ``lows[1:]`` and searches each shard for its own
+slice (``np.searchsorted`` on sorted keys: the probes of one shard walk it in order):
+``[True, False, True]``. ``add_batch([6, 6, 8])`` puts 6 among the recent keys once and
+returns ``[True, False, False]``.
 
-When the delta passes ``max(DELTA_MIN, len/16)`` keys it is merged into the shards, one
-shard at a time (a merge of two sorted runs: ``np.sort(kind="stable")``, i.e. timsort, on
-their concatenation), and a shard longer than ``shard_max`` is cut into halves. So the keys
-are copied about 16 times each over a crawl (amortised), and the transient of a merge is
-one shard and its part of the delta, never the whole set: RAM stays within
-``8 * len + 8 * len / 16 + 2 * 8 * shard_max`` bytes, under 9 bytes per URL once the set
-is large.
+Each level is merged into the next when it is full (a merge of two sorted runs:
+``np.sort(kind="stable")``, i.e. timsort, on their concatenation): the recent keys past
+``recent_max`` (``RECENT_MAX`` = 2**17) into the delta, the delta past ``max(delta_min,
+len/16)`` into the shards, one shard at a time, a shard longer than ``shard_max`` cut into
+halves. So a key is copied about ``len / 2**18 + 16`` times over a crawl, plus its share
+of the recent keys' merges (superstep-sized batches into at most 2**17 keys), and the
+transient of a merge is one shard and its part of the delta, never the whole set: RAM
+stays within ``8 * len + 8 * len / 16 + 2 * 8 * shard_max`` bytes and change, under 9
+bytes per URL once the set is large. (With one level of delta up to ``len/16`` keys,
+copying it per superstep cost 40% of the seen test's time at 10^8 keys.)
 
 Past ``memory`` bytes of arrays in RAM, whole shards spill to ``spill_dir`` as ``.npy``
 files and are searched memory-mapped (``np.load(mmap_mode="r")``: a probe costs ~log2 of
@@ -46,6 +52,7 @@ import numpy as np
 SHARD_MAX = 1 << 20  # keys per shard before it is cut in two (8 MiB)
 DELTA_MIN = 1 << 16  # the delta may hold this many keys before a merge, whatever len is
 DELTA_FRACTION = 16  # ... or len / DELTA_FRACTION, whichever is larger
+RECENT_MAX = 1 << 17  # recent keys merged into the delta past this many
 INT64_MIN = np.iinfo(np.int64).min
 
 
@@ -89,16 +96,20 @@ class SeenSet:
     """
 
     def __init__(self, memory: int = 1 << 30, spill_dir: Path | None = None,
-                 shard_max: int = SHARD_MAX, delta_min: int = DELTA_MIN) -> None:
+                 shard_max: int = SHARD_MAX, delta_min: int = DELTA_MIN,
+                 recent_max: int = RECENT_MAX) -> None:
         """``memory``: bytes of arrays kept in RAM before shards spill to ``spill_dir``
-        (None: never spill). ``shard_max``, ``delta_min``: see the module docstring."""
-        if shard_max < 2 or delta_min < 1 or memory < 0:
-            raise ValueError("shard_max must be >= 2, delta_min >= 1, memory >= 0")
+        (None: never spill). ``shard_max``, ``delta_min``, ``recent_max``: see the module
+        docstring."""
+        if shard_max < 2 or delta_min < 1 or recent_max < 1 or memory < 0:
+            raise ValueError("shard_max must be >= 2, delta_min and recent_max >= 1, "
+                             "memory >= 0")
         self.memory, self.spill_dir = memory, spill_dir
-        self.shard_max, self.delta_min = shard_max, delta_min
+        self.shard_max, self.delta_min, self.recent_max = shard_max, delta_min, recent_max
         self._shards: list[np.ndarray] = [np.empty(0, np.int64)]
         self._lows = np.array([INT64_MIN], dtype=np.int64)
         self._delta = np.empty(0, np.int64)
+        self._recent = np.empty(0, np.int64)
         self._len = 0
         self._files = 0  # spill files written, for their names
         if spill_dir is not None and spill_dir.exists():
@@ -114,7 +125,7 @@ class SeenSet:
     @property
     def ram_bytes(self) -> int:
         """Bytes of keys held in RAM (the delta and the shards not spilled)."""
-        return 8 * (len(self._delta) + sum(len(s) for s in self._shards
+        return 8 * (len(self._delta) + len(self._recent) + sum(len(s) for s in self._shards
                                            if not isinstance(s, np.memmap)))
 
     @property
@@ -129,7 +140,8 @@ class SeenSet:
         order = np.argsort(keys, kind="stable")
         ordered = keys[order]
         found = np.empty(len(keys), dtype=bool)
-        found[order] = _found(self._delta, ordered) | self._in_shards(ordered)
+        found[order] = (_found(self._recent, ordered) | _found(self._delta, ordered)
+                        | self._in_shards(ordered))
         return found
 
     def _in_shards(self, ordered: np.ndarray) -> np.ndarray:
@@ -150,16 +162,20 @@ class SeenSet:
         new = np.zeros(len(keys), dtype=bool)
         new[first[fresh]] = True
         if fresh.any():
-            self._delta = _merge(self._delta, unique[fresh])
+            self._recent = _merge(self._recent, unique[fresh])
             self._len += int(fresh.sum())
-            if len(self._delta) > self._delta_limit():
-                self._flush()
+            limit = self._delta_limit()
+            if len(self._recent) > min(self.recent_max, limit):
+                self._delta = _merge(self._delta, self._recent)
+                self._recent = self._recent[:0]
+                if len(self._delta) > limit:
+                    self._flush()
         return new
 
     def to_array(self) -> np.ndarray:
         """Every fingerprint, sorted (a new array of 8 bytes per key, for a checkpoint;
         :meth:`add_batch` of it into an empty set gives this set back)."""
-        return _merge(*self._shards, self._delta)  # the shards in order: one run
+        return _merge(*self._shards, self._delta, self._recent)  # shards in order: one run
 
     def close(self) -> None:
         """Delete the spill files and their directory if empty (the set is unusable
@@ -233,7 +249,10 @@ class SeenSet:
             assert not len(shard) or shard[0] >= low and (high is None or shard[-1] < high)
         assert _increasing(self._delta), "the delta not strictly increasing"
         assert not self._in_shards(self._delta).any(), "a key both in the delta and a shard"
-        assert self._len == len(self._delta) + sum(map(len, self._shards))
+        assert _increasing(self._recent), "the recent keys not strictly increasing"
+        assert not (self._in_shards(self._recent) | _found(self._delta, self._recent)).any(), \
+            "a recent key in the delta or a shard"
+        assert self._len == len(self._delta) + len(self._recent) + sum(map(len, self._shards))
         files = {Path(s.filename).name for s in self._shards if isinstance(s, np.memmap)}
         on_disk = ({p.name for p in self.spill_dir.glob("run-*")} if self.spill_dir
                    else set())
