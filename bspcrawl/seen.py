@@ -26,12 +26,13 @@ Each level is merged into the next when it is full (a merge of two sorted runs:
 ``np.sort(kind="stable")``, i.e. timsort, on their concatenation): the recent keys past
 ``recent_max`` (``RECENT_MAX`` = 2**17) into the delta, the delta past ``max(delta_min,
 len/16)`` into the shards, one shard at a time, a shard longer than ``shard_max`` cut into
-halves. So a key is copied about ``len / 2**18 + 16`` times over a crawl, plus its share
+halves. So a key is copied about ``len / 2**22 + 16`` times over a crawl, plus its share
 of the recent keys' merges (superstep-sized batches into at most 2**17 keys), and the
 transient of a merge is one shard and its part of the delta, never the whole set: RAM
-stays within ``8 * len + 8 * len / 16 + 2 * 8 * shard_max`` bytes and change, under 9
-bytes per URL once the set is large. (With one level of delta up to ``len/16`` keys,
-copying it per superstep cost 40% of the seen test's time at 10^8 keys.)
+stays within ``8 * len + 2 * 8 * len / 16 + 2 * 8 * shard_max`` bytes (the delta and its
+copy while it merges) and change, 9 bytes per URL once the set is large (measured: 9.9 at
+10^8 keys, ``docs/performance/scale.md``). (With one level of delta up to ``len/16`` keys,
+each superstep copied it whole; the third level made the seen test 7% faster at 10^8.)
 
 Past ``memory`` bytes of arrays in RAM, whole shards spill to ``spill_dir`` as ``.npy``
 files and are searched memory-mapped (``np.load(mmap_mode="r")``: a probe costs ~log2 of
