@@ -84,7 +84,7 @@ class Settings:
     queue_pending_max: int = _opt(1_000_000, "stop extracting while Q holds this many URLs")
     queue_seen_memory: int = _opt(512 * 1024 * 1024, "RAM for the seen set (8 bytes per URL; "
                                   "512 MiB: 67 M URLs) before its sorted shards spill to "
-                                  "DIR/seen/rank-NNNN", "bytes")
+                                  "DIR/seen/rank-NNNN (0: all of them)", "bytes")
 
     url_max_length: int = _opt(2048, "ignore URLs longer than this", "characters")
     url_strip_params: str = _opt(TRACKING_PARAMS, "regex of query/path parameter names left "
@@ -127,7 +127,7 @@ class Settings:
         """Check every value; raise :class:`SettingsError` naming the first bad one."""
         positive = ("fetch_workers", "politeness_host_connections", "fetch_connect_timeout",
                     "fetch_timeout", "fetch_max_bytes", "queue_batch", "queue_bucket",
-                    "queue_pending_max", "queue_seen_memory", "index_flush_pages",
+                    "queue_pending_max", "index_flush_pages",
                     "log_interval")
         non_negative = ("fetch_low_speed", "fetch_max_redirects", "politeness_min_host_delay",
                         "politeness_response_factor", "politeness_max_crawl_delay",
@@ -136,7 +136,7 @@ class Settings:
                         "crawl_max_host_pages", "crawl_max_seconds", "crawl_max_depth",
                         "url_max_segments", "url_max_repeats", "crawl_max_outlinks",
                         "crawl_max_page_hosts", "crawl_max_domain_hosts", "crawl_max_domain_pages",
-                        "crawl_revisit_after",
+                        "crawl_revisit_after", "queue_seen_memory",
                         "checkpoint_every")
         for name in positive:
             if not getattr(self, name) > 0:
