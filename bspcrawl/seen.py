@@ -17,10 +17,15 @@ three levels). A worked example (``shard_max`` = 4 to keep it short; the default
     recent = [7]                             # sorted, in no shard nor the delta
 
 ``contains_batch([7, 6, 20])`` sorts the batch once, searches the recent keys and the
-delta with it, cuts the sorted batch at ``lows[1:]`` and searches each shard for its own
-slice (``np.searchsorted`` on sorted keys: the probes of one shard walk it in order):
-``[True, False, True]``. ``add_batch([6, 6, 8])`` puts 6 among the recent keys once and
-returns ``[True, False, False]``.
+delta with it (``np.searchsorted``), cuts the sorted batch at ``lows[1:]`` and searches each
+shard for its own slice: ``[True, False, True]``. A shard is searched through its
+*fences*, every ``FENCE``-th key (64; here ``[-9]`` and ``[8]``), kept in RAM: a
+``searchsorted`` in the fences (small enough for the caches) names the block of 64 keys
+that may hold the key, and six vectorised halvings find it there (:func:`_found_fenced`).
+At 10^8 keys that costs 260 ns a probe against 610 for ``searchsorted`` on the shard, whose
+lower levels miss the caches; for a spilled shard, one block read instead of ~20 pages.
+``add_batch([6, 6, 8])`` puts 6 among the recent keys once and returns
+``[True, False, False]``.
 
 Each level is merged into the next when it is full (a merge of two sorted runs:
 ``np.sort(kind="stable")``, i.e. timsort, on their concatenation): the recent keys past
@@ -54,6 +59,7 @@ SHARD_MAX = 1 << 20  # keys per shard before it is cut in two (8 MiB)
 DELTA_MIN = 1 << 16  # the delta may hold this many keys before a merge, whatever len is
 DELTA_FRACTION = 16  # ... or len / DELTA_FRACTION, whichever is larger
 RECENT_MAX = 1 << 17  # recent keys merged into the delta past this many
+FENCE = 64  # a shard's fences are every FENCE-th key (0.125 bytes per key)
 INT64_MIN = np.iinfo(np.int64).min
 
 
@@ -79,6 +85,22 @@ def _found(run: np.ndarray, keys: np.ndarray) -> np.ndarray:
         return np.zeros(len(keys), dtype=bool)
     at = np.searchsorted(run, keys)
     np.minimum(at, len(run) - 1, out=at)
+    return np.asarray(run[at] == keys)
+
+
+def _found_fenced(run: np.ndarray, fences: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Which of the sorted ``keys`` are in the sorted ``run``, whose every FENCE-th key is
+    ``fences``: the block from the fences, then binary lifting within it."""
+    if not len(run):
+        return np.zeros(len(keys), dtype=bool)
+    at = np.searchsorted(fences, keys, side="right") - 1
+    np.maximum(at, 0, out=at)
+    at *= FENCE  # the last key <= key is in run[at:at + FENCE]
+    last, step = len(run) - 1, FENCE // 2
+    while step:
+        ahead = np.minimum(at + step, last)
+        at = np.where(run[ahead] <= keys, ahead, at)
+        step //= 2
     return np.asarray(run[at] == keys)
 
 
@@ -108,6 +130,7 @@ class SeenSet:
         self.memory, self.spill_dir = memory, spill_dir
         self.shard_max, self.delta_min, self.recent_max = shard_max, delta_min, recent_max
         self._shards: list[np.ndarray] = [np.empty(0, np.int64)]
+        self._fences: list[np.ndarray] = [np.empty(0, np.int64)]  # in RAM, spilled or not
         self._lows = np.array([INT64_MIN], dtype=np.int64)
         self._delta = np.empty(0, np.int64)
         self._recent = np.empty(0, np.int64)
@@ -126,8 +149,8 @@ class SeenSet:
     @property
     def ram_bytes(self) -> int:
         """Bytes of keys held in RAM (the delta and the shards not spilled)."""
-        return 8 * (len(self._delta) + len(self._recent) + sum(len(s) for s in self._shards
-                                           if not isinstance(s, np.memmap)))
+        return 8 * (len(self._delta) + len(self._recent) + sum(map(len, self._fences))
+                    + sum(len(s) for s in self._shards if not isinstance(s, np.memmap)))
 
     @property
     def disk_bytes(self) -> int:
@@ -149,9 +172,10 @@ class SeenSet:
         """Which of the sorted keys are in a shard (the delta left out)."""
         hit = np.zeros(len(ordered), dtype=bool)
         cuts = np.searchsorted(ordered, self._lows[1:]).tolist()
-        for shard, a, b in zip(self._shards, [0, *cuts], [*cuts, len(ordered)], strict=True):
+        for shard, fences, a, b in zip(self._shards, self._fences, [0, *cuts],
+                                       [*cuts, len(ordered)], strict=True):
             if a < b:
-                hit[a:b] = _found(shard, ordered[a:b])
+                hit[a:b] = _found_fenced(shard, fences, ordered[a:b])
         return hit
 
     def add_batch(self, fps: np.ndarray | list[int]) -> np.ndarray:
@@ -184,7 +208,7 @@ class SeenSet:
         for i, shard in enumerate(self._shards):
             if isinstance(shard, np.memmap):
                 self._unlink(shard)
-                self._shards[i] = np.empty(0, np.int64)
+                self._shards[i] = self._fences[i] = np.empty(0, np.int64)
         if self.spill_dir is not None:
             with contextlib.suppress(OSError):
                 self.spill_dir.rmdir()
@@ -199,12 +223,14 @@ class SeenSet:
         a new file at once, so at most one shard is ever loaded."""
         cuts = [0, *np.searchsorted(self._delta, self._lows[1:]).tolist(), len(self._delta)]
         shards: list[np.ndarray] = []
+        fences: list[np.ndarray] = []
         lows: list[int] = []
         for i, shard in enumerate(self._shards):
             self._shards[i] = self._delta[:0]  # let it go once merged: one shard at a time
             part = self._delta[cuts[i]:cuts[i + 1]]
             if not len(part):
                 shards.append(shard)
+                fences.append(self._fences[i])
                 lows.append(int(self._lows[i]))
                 continue
             spilled = isinstance(shard, np.memmap)
@@ -214,9 +240,11 @@ class SeenSet:
             pieces = -(-len(merged) // self.shard_max)  # enough pieces of at most shard_max
             for k, piece in enumerate(np.array_split(merged, pieces)):
                 piece = piece if pieces == 1 else piece.copy()  # no piece keeps all alive
+                fences.append(piece[::FENCE].copy())
                 shards.append(self._spill(piece) if spilled else piece)
                 lows.append(int(self._lows[i]) if k == 0 else int(piece[0]))
-        self._shards, self._lows = shards, np.array(lows, dtype=np.int64)
+        self._shards, self._fences = shards, fences
+        self._lows = np.array(lows, dtype=np.int64)
         self._delta = np.empty(0, np.int64)
         if self.spill_dir is not None:
             ram = self.ram_bytes
@@ -245,8 +273,11 @@ class SeenSet:
         assert len(self._shards) == len(self._lows) >= 1 and self._lows[0] == INT64_MIN
         assert _increasing(self._lows), "shard ranges out of order"
         bounds = [*self._lows[1:].tolist(), None]
-        for shard, low, high in zip(self._shards, self._lows.tolist(), bounds, strict=True):
+        assert len(self._fences) == len(self._shards)
+        for shard, low, high, fences in zip(self._shards, self._lows.tolist(), bounds,
+                                            self._fences, strict=True):
             assert _increasing(shard), "a shard not strictly increasing"
+            assert np.array_equal(fences, shard[::FENCE]), "a shard's fences are stale"
             assert not len(shard) or shard[0] >= low and (high is None or shard[-1] < high)
         assert _increasing(self._delta), "the delta not strictly increasing"
         assert not self._in_shards(self._delta).any(), "a key both in the delta and a shard"
