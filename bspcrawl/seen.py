@@ -34,10 +34,11 @@ len/16)`` into the shards, one shard at a time, a shard longer than ``shard_max`
 halves. So a key is copied about ``len / 2**22 + 16`` times over a crawl, plus its share
 of the recent keys' merges (superstep-sized batches into at most 2**17 keys), and the
 transient of a merge is one shard and its part of the delta, never the whole set: RAM
-stays within ``8 * len + 2 * 8 * len / 16 + 2 * 8 * shard_max`` bytes (the delta and its
-copy while it merges) and change, 9 bytes per URL once the set is large (measured: 9.9 at
-10^8 keys, ``docs/performance/scale.md``). (With one level of delta up to ``len/16`` keys,
-each superstep copied it whole; the third level made the seen test 7% faster at 10^8.)
+stays within ``8 * len * (1 + 1/64 + 2/16) + 2 * 8 * shard_max`` bytes (the keys, the
+fences, the delta and its copy while it merges) and change, 9 bytes per URL once the set
+is large (measured: 9.8 at 10^8 keys, ``docs/performance/scale.md``). With one level of
+delta up to ``len/16`` keys, each superstep copied it whole; the third level made the seen
+test 7% faster at 10^8.
 
 Past ``memory`` bytes of arrays in RAM, whole shards spill to ``spill_dir`` as ``.npy``
 files and are searched memory-mapped (``np.load(mmap_mode="r")``: a probe costs ~log2 of
