@@ -41,11 +41,11 @@ delta up to ``len/16`` keys, each superstep copied it whole; the third level mad
 test 7% faster at 10^8.
 
 Past ``memory`` bytes of arrays in RAM, whole shards spill to ``spill_dir`` as ``.npy``
-files and are searched memory-mapped (``np.load(mmap_mode="r")``: a probe costs ~log2 of
-the shard's pages, the page cache keeps the hot ones); a merge rewrites a spilled shard to a
-new file, as DRUM merges its disk buckets. The delta is then held to ``memory / 32`` keys
-so that it fits too. Spill files are a cache, not state: a checkpoint writes
-:meth:`to_array`, and a new set deletes what a killed process left in its directory.
+files and are searched memory-mapped (``np.load(mmap_mode="r")``: with the fences in RAM a
+probe reads one block of 64 keys, and the page cache keeps the hot ones); a merge rewrites a
+spilled shard to a new file, as DRUM merges its disk buckets. The delta is then held to
+``memory / 32`` keys so that it fits too. Spill files are a cache, not state: a checkpoint
+writes :meth:`to_array`, and a new set deletes what a killed process left in its directory.
 """
 
 from __future__ import annotations
@@ -113,10 +113,11 @@ class SeenSet:
     checkpoints; :meth:`close` deletes the spill files. ``ram_bytes`` and ``disk_bytes``
     say where the keys are.
 
-    Invariants (:meth:`_check`): every shard is strictly increasing and within its range
-    ``[lows[i], lows[i+1])``; the delta is strictly increasing and shares no key with the
-    shards; ``len`` counts them all; a spilled shard is a read-only map of its file in
-    ``spill_dir``, and no other file is there.
+    Invariants (:meth:`_check`): every shard is strictly increasing, within its range
+    ``[lows[i], lows[i+1])``, and its fences are its every FENCE-th key; the delta and the
+    recent keys are strictly increasing, and no key is in two places; ``len`` counts them
+    all; a spilled shard is a read-only map of its file in ``spill_dir``, and no other file
+    is there.
     """
 
     def __init__(self, memory: int = 1 << 30, spill_dir: Path | None = None,
