@@ -38,6 +38,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -48,6 +49,7 @@ from bspcrawl.messages import FetchJob, FetchResult, Link
 from bspcrawl.partition import Directory, links_from_arrays, links_to_arrays
 from bspcrawl.robots.politeness import RETRY_STATUSES, Politeness, unreachable
 from bspcrawl.robots.robotstxt import RobotsRules
+from bspcrawl.seen import SeenSet
 from bspcrawl.settings import Settings
 from bspcrawl.urls import PathTraps, fingerprints, host_key, strip_params
 
@@ -86,6 +88,7 @@ class Frontier:
     result to commit; ``len()`` counts URLs waiting (CBT plus Q); :meth:`snapshot` and
     :meth:`restore` for checkpoints. Counters go to ``stats`` (``frontier/*``,
     ``robotstxt/*``, ``fetch/retried``); ``clock`` is the monotonic clock politeness reads.
+    The seen set (``seen.py``) spills to ``seen_dir`` past ``queue_seen_memory`` bytes.
 
     Invariants (:meth:`_check`): every URL waiting is in exactly one place, the CBT or one
     host's Q, and has its :class:`Link`; every one of them is in the seen set; ``pending``
@@ -95,13 +98,14 @@ class Frontier:
     """
 
     def __init__(self, settings: Settings, stats: Stats | None = None,
-                 clock: Callable[[], float] = time.monotonic, ranks: int = 1) -> None:
+                 clock: Callable[[], float] = time.monotonic, ranks: int = 1,
+                 seen_dir: Path | None = None) -> None:
         self.settings = settings
         self.stats = Stats() if stats is None else stats
         self.clock = clock
         self.politeness = Politeness.from_settings(settings)
         self.cbt = CBT(bucket_size=settings.queue_bucket)
-        self.seen: set[int] = set()
+        self.seen = SeenSet(settings.queue_seen_memory, seen_dir)
         self.links: dict[int, Link] = {}  # fingerprint -> link, for URLs not yet scheduled
         self.retries: dict[int, int] = {}  # fingerprint -> 429/503 answers so far
         self.hosts: dict[str, Host] = {}
@@ -147,9 +151,14 @@ class Frontier:
         """
         s, budgets = self.settings, self.budgets
         ids, prios = [], []
-        fps = self.fingerprints([x.url for x in links]).tolist()
-        for link, fp in zip(links, fps, strict=True):
-            if fp in self.seen:  # first: most links are known, and known ones passed
+        fps = self.fingerprints([x.url for x in links])
+        known = self.seen.contains_batch(fps)  # first: most links are known, and known
+        self.stats["frontier/duplicates"] += int(known.sum())  # ones passed the filters
+        unseen = np.flatnonzero(~known).tolist()
+        taken: set[int] = set()  # accepted from this batch: a repeat is a duplicate
+        for i, fp in zip(unseen, fps[unseen].tolist(), strict=True):
+            link = links[i]
+            if fp in taken:
                 self.stats["frontier/duplicates"] += 1
             elif len(link.url) > s.url_max_length or (
                     self.blacklist and self.blacklist.search(link.url)):
@@ -163,11 +172,12 @@ class Frontier:
             elif spent := budgets.take(link.url):
                 self.stats[spent] += 1
             else:
-                self.seen.add(fp)  # (its anchor text was credited: not kept while queued)
+                taken.add(fp)  # (its anchor text was credited: not kept while queued)
                 self.links[fp] = Link(link.url, link.depth, link.hops) if link.anchor else link
                 ids.append(fp)
                 prios.append(-float(link.depth))
         if ids:
+            self.seen.add_batch(ids)
             self.cbt.insert_many(np.array(ids, dtype=np.int64), np.array(prios))
         self.stats["frontier/new"] += len(ids)
         return len(ids)
@@ -365,7 +375,8 @@ class Frontier:
         waiting = ids + queued
         assert len(set(waiting)) == len(waiting), "a URL waits in two places"
         assert set(waiting) == set(self.links), "a waiting URL without its link, or back"
-        assert set(self.links) <= self.seen, "a waiting URL not in the seen set"
+        assert self.seen.contains_batch(list(self.links)).all(), \
+            "a waiting URL not in the seen set"
         assert self.revisiting <= set(self.links)
         rounds = list(self.active) + [key for _, key in self.resting]
         assert len(rounds) == len(set(rounds)), "a host queued twice"
@@ -386,7 +397,7 @@ class Frontier:
         later = sorted(self.revisits)
         known = [h.rules is not None for _, h in hosts]
         return {
-            "seen": np.fromiter(self.seen, np.int64, len(self.seen)),
+            "seen": self.seen.to_array(),
             **links_to_arrays(queued),
             "retry_fp": np.fromiter(self.retries, np.int64, len(self.retries)),
             "retry_n": np.fromiter(self.retries.values(), np.int64, len(self.retries)),
@@ -411,7 +422,7 @@ class Frontier:
         now = self.clock()
         self.budgets.restore(states, lambda key: directory.rank_of(key) == rank)
         for st in states:
-            self.seen.update(st["seen"].tolist())
+            self.seen.add_batch(st["seen"])
             for fp, n in zip(st["retry_fp"].tolist(), st["retry_n"].tolist(), strict=True):
                 self.retries[fp] = n
             for i, key in enumerate(st["host"].astype(str).tolist()):

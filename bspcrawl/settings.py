@@ -83,6 +83,9 @@ class Settings:
     queue_batch: int = _opt(256, "URLs extracted from the CBT per superstep (R)")
     queue_bucket: int = _opt(256, "items per CBT leaf bucket (n)")
     queue_pending_max: int = _opt(1_000_000, "stop extracting while Q holds this many URLs")
+    queue_seen_memory: int = _opt(512 * 1024 * 1024, "RAM for the seen set (8 bytes per URL; "
+                                  "512 MiB: 67 M URLs) before its sorted shards spill to "
+                                  "DIR/seen/rank-NNNN (0: all of them)", "bytes")
 
     url_max_length: int = _opt(2048, "ignore URLs longer than this", "characters")
     url_strip_params: str = _opt(TRACKING_PARAMS, "regex of query/path parameter names left "
@@ -145,7 +148,7 @@ class Settings:
                         "crawl_max_host_pages", "crawl_max_seconds", "crawl_max_depth",
                         "url_max_segments", "url_max_repeats", "crawl_max_outlinks",
                         "crawl_max_page_hosts", "crawl_max_domain_hosts", "crawl_max_domain_pages",
-                        "crawl_revisit_after",
+                        "crawl_revisit_after", "queue_seen_memory",
                         "checkpoint_every")
         for name in positive:
             if not getattr(self, name) > 0:

@@ -109,7 +109,8 @@ class Crawl:
         self.settings, self.out, self.seeds, self.progress = settings, out, seeds, progress
         self.status = status  # rank 0's live status page (browse/status.py), handed g
         self.stats = Stats()
-        self.frontier = Frontier(settings, self.stats, ranks=self.size)
+        self.frontier = Frontier(settings, self.stats, ranks=self.size,
+                                 seen_dir=out / "seen" / f"rank-{self.rank:04d}")
         self.window = Window(settings.fetch_workers)
         at = resume.superstep if resume else None
         self.archive = Archive(out, self.rank, warc=not settings.index_no_warc,
@@ -169,6 +170,7 @@ class Crawl:
                 signal.signal(sig, handler)
             self.scheduler.close()
             self.archive.close()
+            self.frontier.seen.close()
         self.store.close(k)
         for orphan in self.orphans:
             orphan.close(k)

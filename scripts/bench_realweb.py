@@ -305,7 +305,9 @@ def crawl(name: str, argv: list[str], tmp: Path, server: subprocess.Popen, log: 
            "urls": [url for url, _ in pages]}
     run.update(crawlers.own_figures(name, argv, tmp))
     if name.startswith("bspcrawl"):
-        run["fetched"] = crawlers.bspcrawl_urls(Path(argv[argv.index("--out") + 1]))
+        out = Path(argv[argv.index("--out") + 1])
+        run["fetched"] = crawlers.bspcrawl_urls(out)
+        run["disk"] = crawlers.bspcrawl_disk(out)  # for docs/scale.md: disk per page
     return run
 
 

@@ -139,6 +139,15 @@ def bspcrawl_summary(out: Path) -> dict:
     return json.loads(info)
 
 
+def bspcrawl_disk(out: Path) -> dict[str, int]:
+    """Bytes a finished bspcrawl crawl keeps on disk: its WARC files, its HDF5 files (rank
+    files, crawl.h5) and its checkpoint."""
+    def size(pattern: str) -> int:
+        return sum(p.stat().st_size for p in out.glob(pattern))
+    return {"warc": size("warc/*.warc.gz"), "hdf5": size("*.h5"),
+            "checkpoint": size("checkpoint/*.h5")}
+
+
 def bspcrawl_urls(out: Path) -> dict[str, int]:
     """Every URL a finished bspcrawl crawl fetched, with its status (``inspect --urls``)."""
     lines = subprocess.run([PY, "-m", "bspcrawl", "inspect", str(out), "--urls"],

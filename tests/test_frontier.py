@@ -209,3 +209,14 @@ def test_trap_shaped_paths_are_dropped_on_arrival():
     new = f.receive([Link("http://a.test/x/x/x/"), Link("http://a.test/" + "d/" * 41),
                      Link("http://a.test/a/b/")])
     assert new == 1 and f.stats["frontier/trap_path"] == 2
+
+
+def test_a_url_twice_in_one_batch_is_taken_once_unless_the_first_was_filtered():
+    f = frontier(crawl_max_depth=2)
+    new = f.receive([Link("http://a.test/x", depth=3), Link("http://a.test/x", depth=1),
+                     Link("http://a.test/x", depth=0), Link("http://a.test/y")])
+    assert new == 2 and f.stats["frontier/too_deep"] == 1
+    assert f.stats["frontier/duplicates"] == 1
+    assert f.links[int(f.fingerprints(["http://a.test/x"])[0])].depth == 1
+    assert f.receive([Link("http://a.test/y"), Link("http://a.test/x")]) == 0
+    assert f.stats["frontier/duplicates"] == 3 and len(f.seen) == 2

@@ -60,6 +60,23 @@ def test_a_rank_killed_around_a_checkpoint_loses_nothing(tmp_path, point):
     assert_complete_and_exact(out, web)
 
 
+def test_resume_after_a_kill_while_the_seen_set_had_spilled(tmp_path):
+    # issue 16: past --queue-seen-memory the seen set's shards are files; they are a cache
+    # (the checkpoint holds every fingerprint), deleted by the next process and at the end
+    out = tmp_path / "out"
+    with serve(pages=1500, hosts=30) as web:
+        killed = crawl(2, web.seeds(), out, "--checkpoint-every", "10",
+                       "--queue-seen-memory", "512",
+                       env={**ENV, "BSPCRAWL_FAULT": "1:20:after"})
+        assert killed.returncode != 0
+        spilled = {path.parent.name for path in (out / "seen").rglob("run-*.npy")}
+        assert spilled == {"rank-0000", "rank-0001"}, "a rank did not spill"
+        res = resume(2, out, "--checkpoint-every", "10")
+        assert res.returncode == 0, res.stderr
+    assert_complete_and_exact(out, web)
+    assert not (out / "seen").exists()
+
+
 def test_sigkill_at_a_random_superstep_of_a_5000_page_crawl_then_resume(tmp_path):
     out, log = tmp_path / "out", tmp_path / "requests.tsv"
     with serve(pages=5000, hosts=60, log=log) as web:

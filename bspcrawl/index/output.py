@@ -1,8 +1,9 @@
 """The output directory: checked before a crawl, and joined into ``crawl.h5`` after it.
 
 A crawl owns exactly ``crawl.h5``, ``rank-NNNN.h5``, ``warc/``, ``indexes/`` (CDXJ),
-``segments/``, ``checkpoint/`` (and a ``stop`` request, and the ``.tmp`` files of a crawl
-killed while writing) in its directory.
+``segments/``, ``checkpoint/``, ``seen/`` (the seen sets' spill files while a crawl runs)
+(and a ``stop`` request, and the ``.tmp`` files of a crawl killed while writing) in its
+directory.
 :func:`prepare` refuses a directory holding anything else, and refuses an earlier crawl's
 files unless ``overwrite`` is set, so a mistyped ``--out`` never destroys data.
 
@@ -34,8 +35,8 @@ from bspcrawl.index.store import PAGE_FIELDS, rank_path, write_atomically
 CRAWL_FILE = "crawl.h5"
 STOP_FILE = "stop"  # ``bspcrawl stop DIR`` creates DIR/stop: the crawl stops soon after
 # what a crawl leaves, a killed one's temporary files too
-_OURS = re.compile(r"(crawl|rank-\d{4})\.h5(\.tmp)?|segments|checkpoint|stop|warc|indexes"
-                   r"|\.bspcrawl-write-test")
+_OURS = re.compile(r"(crawl|rank-\d{4})\.h5(\.tmp)?|segments|checkpoint|seen|stop|warc"
+                   r"|indexes|\.bspcrawl-write-test")
 
 
 class OutputError(Exception):
@@ -107,6 +108,7 @@ def join(out: Path, ranks: int, summary: dict) -> Path:
     write_atomically(out / CRAWL_FILE, fill)
     with contextlib.suppress(OSError):  # every rank has joined its segments by now
         (out / "segments").rmdir()
+    shutil.rmtree(out / "seen", ignore_errors=True)  # a cache; of a killed rank's too
     return out / CRAWL_FILE
 
 
