@@ -483,7 +483,7 @@ def _print_results(results: list) -> None:
             for key, value in r.explain.items():
                 if key == "terms":
                     for t in value:
-                        print("   term " + "  ".join(f"{k} {v}" for k, v in t.items()))
+                        print("   " + "  ".join(f"{k} {v}" for k, v in t.items()))
                 else:
                     print(f"   {key} {value}")
     if not results:

@@ -448,7 +448,7 @@ class Searcher:
             part = float(parts[at]) if found else 0.0
             terms.append({"term": word.decode("utf-8", "replace"), "idf": round(i, 6),
                           "tf": int(shard.tf[at]) if found else 0,
-                          "weighted_tf": float(shard.wtf[at]) if found else 0.0,
+                          "weighted_tf": round(float(shard.wtf[at]), 4) if found else 0.0,
                           "anchor_tf": int(shard.atf[at]) if found else 0,
                           "bm25": round(i * part, 6)})
             bm25 += i * part
