@@ -41,12 +41,18 @@ class UsageError(Exception):
     """A mistake in how bspcrawl was called; the CLI prints it as one line."""
 
 
+_LAUNCHER_RANK = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")  # MPICH, Open MPI, PMIx
+
+
+def _launched_rank() -> str | None:
+    """This process's rank as the MPI launcher's environment gives it (None: not launched
+    by mpiexec), read without initialising MPI."""
+    return next((os.environ[v] for v in _LAUNCHER_RANK if v in os.environ), None)
+
+
 def _is_rank0() -> bool:
     """True unless this process is a non-zero MPI rank (read from the launcher's env)."""
-    for var in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK"):
-        if var in os.environ:
-            return os.environ[var] == "0"
-    return True
+    return _launched_rank() in (None, "0")
 
 
 def fail(message: str) -> NoReturn:
@@ -442,7 +448,7 @@ def cmd_search(args: argparse.Namespace) -> None:
     if args.top < 1:
         raise UsageError(f"--top must be >= 1, got {args.top}")
     comm = None
-    if any(v in os.environ for v in ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")):
+    if _launched_rank() is not None:
         from mpi4py import MPI
 
         comm = MPI.COMM_WORLD if MPI.COMM_WORLD.Get_size() > 1 else None

@@ -51,7 +51,7 @@ from bspcrawl.robots.politeness import RETRY_STATUSES, Politeness, unreachable
 from bspcrawl.robots.robotstxt import RobotsRules
 from bspcrawl.seen import SeenSet
 from bspcrawl.settings import Settings
-from bspcrawl.urls import PathTraps, fingerprints, host_key, strip_params
+from bspcrawl.urls import PathTraps, host_key, key_fingerprints, strip_pattern
 
 
 @dataclass(slots=True)
@@ -116,8 +116,7 @@ class Frontier:
         self.pending = 0
         self.revisits: list[tuple[float, int, str, int, int]] = []  # heap: (due, fp, url,
         self.revisiting: set[int] = set()  # depth, hops); fps put back by a revisit
-        self.strip = (re.compile(settings.url_strip_params, re.I) if settings.url_strip_params
-                      else None)
+        self.strip = strip_pattern(settings.url_strip_params)
         self.traps = PathTraps(settings.url_max_segments, settings.url_max_repeats)
         self.blacklist = (re.compile("|".join(f"(?:{b})" for b in settings.url_blacklist))
                           if settings.url_blacklist else None)
@@ -184,8 +183,7 @@ class Frontier:
 
     def fingerprints(self, urls: list[str]) -> np.ndarray:
         """Seen-set keys (int64) of canonical URLs: tracking and session parameters cut."""
-        return fingerprints([strip_params(u, self.strip) for u in urls] if self.strip
-                            else urls, assume_canonical=True)
+        return key_fingerprints(urls, self.strip)
 
     def next_jobs(self, seq: int, now: float | None = None) -> list[FetchJob]:
         """The jobs of schedule ``seq``: one per host that can take one, Q before the CBT,

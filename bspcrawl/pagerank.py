@@ -24,7 +24,6 @@ the last bits only: the vector is the same to 1e-9 on any number of ranks.
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -38,7 +37,7 @@ from mpi4py import MPI
 from bspcrawl.bsp import exchange, wait
 from bspcrawl.index.output import join
 from bspcrawl.index.store import rank_path, write_atomically
-from bspcrawl.urls import fingerprints, strip_params
+from bspcrawl.urls import key_fingerprints, strip_pattern
 
 DAMPING = 0.85
 TOLERANCE = 1e-10
@@ -115,11 +114,9 @@ def read_graph(out: Path, sizes: list[int], lo: int, hi: int) -> Graph:
             if len(moved):
                 urls = f["pages/redirect"].asstr()[a:b][moved]
                 moved, urls = moved[urls != ""], urls[urls != ""]
-                pattern = json.loads(f.attrs["settings"]).get("url_strip_params")
-                strip = re.compile(pattern, re.I) if pattern else None
+                strip = strip_pattern(json.loads(f.attrs["settings"]).get("url_strip_params"))
                 srcs.append(at + moved)
-                targets.append(fingerprints([strip_params(u, strip) if strip else u
-                                             for u in urls.tolist()], assume_canonical=True))
+                targets.append(key_fingerprints(urls.tolist(), strip))
     none = [np.zeros(0, np.int64)]
     return Graph(lo, np.concatenate(fps + none), np.concatenate(srcs + none).astype(np.int64),
                  np.concatenate(targets + none))

@@ -38,7 +38,7 @@ from bspcrawl.commit import Committer
 from bspcrawl.counters import Stats, synced
 from bspcrawl.frontier import Frontier
 from bspcrawl.index.archive import Archive, previous_hosts
-from bspcrawl.index.output import STOP_FILE
+from bspcrawl.index.output import SEEN_DIR, STOP_FILE
 from bspcrawl.index.store import RankStore
 from bspcrawl.index.window import Window
 from bspcrawl.messages import Link
@@ -110,7 +110,7 @@ class Crawl:
         self.status = status  # rank 0's live status page (browse/status.py), handed g
         self.stats = Stats()
         self.frontier = Frontier(settings, self.stats, ranks=self.size,
-                                 seen_dir=out / "seen" / f"rank-{self.rank:04d}")
+                                 seen_dir=out / SEEN_DIR / f"rank-{self.rank:04d}")
         self.window = Window(settings.fetch_workers)
         at = resume.superstep if resume else None
         self.archive = Archive(out, self.rank, warc=not settings.index_no_warc,

@@ -252,6 +252,19 @@ def strip_params(url: str, pattern: re.Pattern[str] | None) -> str:
     return base
 
 
+def strip_pattern(names: str | None) -> re.Pattern[str] | None:
+    """The compiled ``url_strip_params`` setting (names matched whole, any case), or None
+    when it is empty."""
+    return re.compile(names, re.I) if names else None
+
+
+def key_fingerprints(urls: list[str], strip: re.Pattern[str] | None) -> np.ndarray:
+    """Seen-set keys (int64) of canonical URLs: their fingerprints once the parameters
+    ``strip`` names are cut (:func:`strip_pattern`; None: none)."""
+    return fingerprints([strip_params(u, strip) for u in urls] if strip else urls,
+                        assume_canonical=True)
+
+
 def path_of(url: str) -> str:
     """The path of a resolved URL (``"/a/b"`` of ``"http://h/a/b?q"``)."""
     rest = url.partition("://")[2]

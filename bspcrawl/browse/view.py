@@ -20,6 +20,7 @@ from selectolax.lexbor import LexborHTMLParser
 from bspcrawl.index import inspect
 from bspcrawl.index.cdxj import bare_mime, timestamp14
 from bspcrawl.index.history import History, Version
+from bspcrawl.index.store import answered_ok
 from bspcrawl.index.warc import read_response
 
 
@@ -104,7 +105,7 @@ class CrawlView:
         with inspect.open_crawl(self.out) as f:
             p = f["pages"]
             status, mime = p["status"][:], p["content_type"].asstr()[:]
-            ok = ((status >= 200) & (status < 300)) | (p["revisit"][:] > 0)
+            ok = answered_ok(status, p["revisit"][:])
             urls, rank, fp = p["url"].asstr()[:], p["rank"][:], p["url_fp"][:]
             fetched = p["fetch_time"][:]
             for i in np.flatnonzero(ok).tolist():

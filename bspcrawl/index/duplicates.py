@@ -28,6 +28,7 @@ from scipy.sparse.csgraph import connected_components
 from bspcrawl.index.inspect import open_crawl
 from bspcrawl.index.output import OutputError
 from bspcrawl.index.simhash import K
+from bspcrawl.index.store import answered_ok
 
 BLOCKS = 4
 """16-bit blocks the fingerprints are split into (K + 1, for the pigeonhole)."""
@@ -85,11 +86,6 @@ def clusters(content_fp: np.ndarray, simhash: np.ndarray, eligible: np.ndarray,
     return lowest[label]
 
 
-def indexable(status: np.ndarray, revisit: np.ndarray) -> np.ndarray:
-    """The rows answered 2xx or served from the archive on a revisit."""
-    return ((status >= 200) & (status < 300)) | (revisit > 0)
-
-
 def cluster_of(out: Path) -> np.ndarray:
     """For each row of ``out/crawl.h5`` (rank file by rank file, doc by doc), the row
     naming its duplicate cluster: its lowest row; a page without duplicates names itself.
@@ -99,7 +95,7 @@ def cluster_of(out: Path) -> np.ndarray:
         if "simhash" not in p:
             raise OutputError(f"{out} has no /pages/simhash (crawled by an older bspcrawl)")
         return clusters(p["content_fp"][:], p["simhash"][:],
-                        indexable(p["status"][:], p["revisit"][:]))
+                        answered_ok(p["status"][:], p["revisit"][:]))
 
 
 @dataclass(slots=True)

@@ -8,7 +8,6 @@ with an offset; without one it is UTC).
 from __future__ import annotations
 
 import json
-import re
 from collections import Counter
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -20,8 +19,9 @@ import numpy as np
 from bspcrawl.counters import summarise
 from bspcrawl.index.history import History, Version
 from bspcrawl.index.output import CRAWL_FILE, OutputError
+from bspcrawl.index.store import answered_ok
 from bspcrawl.index.warc import read_body
-from bspcrawl.urls import fingerprints, parse, strip_params
+from bspcrawl.urls import key_fingerprints, parse, strip_pattern
 
 
 def open_crawl(out: Path) -> h5py.File:
@@ -58,7 +58,7 @@ def summary(out: Path) -> dict:
             "ranks": int(a["ranks"]),
             "supersteps": int(a["supersteps"]),
             "pages_fetched": int(status.size),
-            "pages_ok": int((((status >= 200) & (status < 300)) | (revisit > 0)).sum()),
+            "pages_ok": int(answered_ok(status, revisit).sum()),
             "redirects": int(((status >= 300) & (status < 400) & (revisit == 0)).sum()),
             "urls_seen": int(a["urls_seen"]),
             "bytes": int(length[revisit == 0].sum()),
@@ -96,9 +96,8 @@ def versions(out: Path, url: str) -> list[tuple[Version, Path | None]]:
             rank = f[f"ranks/{r:04d}"]
             if "history" not in rank:
                 raise OutputError(f"{out} kept no history (crawled by bspcrawl before 0.2)")
-            pattern = json.loads(rank.attrs["settings"])["url_strip_params"]
-            key = strip_params(canonical, re.compile(pattern, re.I)) if pattern else canonical
-            fp = int(fingerprints([key], assume_canonical=True)[0])
+            strip = strip_pattern(json.loads(rank.attrs["settings"])["url_strip_params"])
+            fp = int(key_fingerprints([canonical], strip)[0])
             if not (rank["history/url_fp"][:] == fp).any():
                 continue
             files = rank["warc/files"].asstr()[:].tolist()

@@ -34,6 +34,7 @@ from bspcrawl.index.store import PAGE_FIELDS, rank_path, write_atomically
 
 CRAWL_FILE = "crawl.h5"
 STOP_FILE = "stop"  # ``bspcrawl stop DIR`` creates DIR/stop: the crawl stops soon after
+SEEN_DIR = "seen"  # DIR/seen/rank-NNNN: a running rank's spilled seen set (a cache)
 # what a crawl leaves, a killed one's temporary files too
 _OURS = re.compile(r"(crawl|rank-\d{4})\.h5(\.tmp)?|segments|checkpoint|seen|stop|warc"
                    r"|indexes|\.bspcrawl-write-test")
@@ -108,7 +109,7 @@ def join(out: Path, ranks: int, summary: dict) -> Path:
     write_atomically(out / CRAWL_FILE, fill)
     with contextlib.suppress(OSError):  # every rank has joined its segments by now
         (out / "segments").rmdir()
-    shutil.rmtree(out / "seen", ignore_errors=True)  # a cache; of a killed rank's too
+    shutil.rmtree(out / SEEN_DIR, ignore_errors=True)  # a cache; of a killed rank's too
     return out / CRAWL_FILE
 
 

@@ -74,6 +74,12 @@ PAGES: tuple[tuple[str, np.dtype | type, str], ...] = (  # /pages/*: name, dtype
      "3 bits = near-duplicate (`index/simhash.py`)"),
 )
 PAGE_FIELDS: dict[str, np.dtype | type] = {name: dtype for name, dtype, _ in PAGES}
+
+
+def answered_ok(status: np.ndarray, revisit: np.ndarray) -> np.ndarray:
+    """Which pages count as ``pages_ok``: answered 2xx, or served from the archive on a
+    revisit (304 or still fresh): the pages whose body is indexed."""
+    return ((status >= 200) & (status < 300)) | (revisit > 0)
 FORMAT = "bspcrawl-rank"
 
 
@@ -384,7 +390,7 @@ def split_rank_file(out: Path, rank: int, superstep: int) -> None:
         terms = [t.encode() for t in f["index/terms"].asstr()[:]]
         term_hashes = np.array([term_hash(t) for t in terms], dtype=np.int64)
         term_ids = np.repeat(np.arange(len(terms)), np.diff(f["index/offsets"][:]))
-        ok = ((pages["status"] >= 200) & (pages["status"] < 300) | (pages["revisit"] > 0)).sum()
+        ok = answered_ok(pages["status"], pages["revisit"]).sum()
 
         def fill(g: h5py.File) -> None:
             for name, dtype in PAGE_FIELDS.items():
