@@ -51,7 +51,8 @@ from bspcrawl.index.history import History
 from bspcrawl.index.inspect import open_crawl
 from bspcrawl.index.output import OutputError
 from bspcrawl.index.store import rank_path
-from bspcrawl.index.terms import MAX_TERM_BYTES, term_hash
+from bspcrawl.index.terms import term_hash
+from bspcrawl.index.terms import words as index_words
 from bspcrawl.index.warc import read_body
 from bspcrawl.robots.links import LinkCache, parse_html
 
@@ -67,7 +68,6 @@ STOP_WORDS = frozenset(
     b"to was were will with".split())
 """Dropped from a query with ``stop_words`` (the index keeps every word)."""
 SNIPPET_CHARS = 200
-_WORD = re.compile(rb"[a-z0-9\x80-\xff]+")
 
 
 class SearchError(Exception):
@@ -75,16 +75,14 @@ class SearchError(Exception):
 
 
 def query_words(query: str, stop_words: bool = False) -> list[bytes]:
-    """The words of ``query`` in order, as the index cuts terms (``index/terms.py``):
-    runs of ``[a-z0-9]`` and bytes >= 0x80 after lower-casing ASCII, at most
-    ``MAX_TERM_BYTES`` long; ``stop_words`` drops :data:`STOP_WORDS`.
+    """The words of ``query`` in order, cut by the index's own tokeniser
+    (``index.terms.words``); ``stop_words`` drops :data:`STOP_WORDS`.
 
     >>> query_words("The Cat's HAT", stop_words=True)
     [b'cat', b's', b'hat']
     """
-    words = [w for w in _WORD.findall(query.encode("utf-8", "replace").lower())
-             if len(w) <= MAX_TERM_BYTES]
-    return [w for w in words if w not in STOP_WORDS] if stop_words else words
+    found = index_words(query.encode("utf-8", "replace"))
+    return [w for w in found if w not in STOP_WORDS] if stop_words else found
 
 
 @dataclass(slots=True)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["EMPTY", "MAX_TERM_BYTES", "TermCounts", "count_terms", "count_terms_each",
-           "count_terms_with", "term_hash"]
+           "count_terms_with", "term_hash", "words"]
 
 MAX_TERM_BYTES = 64
 """Longest term kept, in bytes."""
@@ -154,6 +154,16 @@ def _each(h: np.ndarray, starts: np.ndarray, texts: list[bytes]
                                            | (runs[1:] != runs[:-1]))))
     tf = np.diff(np.append(first, len(owner))).astype(np.int32)
     return owner[first], runs[first], tf
+
+
+def words(text: bytes) -> list[bytes]:
+    """The terms of UTF-8 *text* in text order, repeats included, as the index cuts them.
+
+    >>> words(b"The cat, the CAT!")
+    [b'the', b'cat', b'the', b'cat']
+    """
+    t, _, starts, ends = _runs(text)
+    return [t[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
 
 
 def count_terms(text: bytes) -> TermCounts:
