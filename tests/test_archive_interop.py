@@ -13,6 +13,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+import surt
 
 from bspcrawl.index import cdxj, inspect
 from bspcrawl.index.output import OutputError, prepare
@@ -74,6 +75,7 @@ def test_the_output_directory_owns_indexes(history):
 
 def test_url_keys_are_surt():
     assert cdxj.url_key("http://www.Example.com:80/A?b=2&a=1") == "com,example)/a?a=1&b=2"
+    assert cdxj.url_key("http://127.1.0.1:8080/b/") == "1,0,1,127:8080)/b"
     assert cdxj.timestamp14(1704164645.999) == "20240102030405"
 
 
@@ -133,3 +135,29 @@ def test_export_of_a_non_crawl_is_one_error_line(tmp_path):
                           str(tmp_path / "x.wacz")], capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and res.stderr.startswith("bspcrawl: error: ")
     assert len(res.stderr.splitlines()) == 1 and not (tmp_path / "x.wacz").exists()
+
+
+TRICKY = [
+    "http://a.example/", "https://www3.A.example:443/x/Y/?q", "http://a.example/a/?",
+    "http://a.example/a?b=2&a=1&a&a=", "http://a.example/a?z&y=1&y", "http://a.example//a//b/",
+    "http://a.example/a/./b/../c", "http://a.example/%41%2541?%7e=1", "http://a.example/é?ü",
+    "http://a.example/x?jsessionid=0123456789abcdef0123456789ABCDEF&a=1",
+    "http://a.example/x?PHPSESSID=0123456789abcdef0123456789ABCDEF",
+    "http://a.example/x?a=1&sid=0123456789abcdef0123456789ABCDEF",
+    "http://a.example/x?cfid=1&cftoken=2&b", "http://a.example/(a(0123456789abcdefghijklmn))/p.aspx",
+    "http://a.example/(0123456789abcdefghijklmn)/p.aspx?x", "http://user:pw@a.example:8080/",
+    "http://[::1]:81/a", "http://10.0.0.1/a", "http://0x7f.1/a", "http://a.example/a b",
+    "http://a.example/a#frag", "http://a.example/?", "http://a.example/a?&&", "ftp://a.example/x",
+    "http://a.example/A;p=1,2/~u/!$'()*+:@", "http://xn--nxasmq6b.example/", "http://a..b.example./",
+]
+
+
+@pytest.mark.parametrize("url", TRICKY)
+def test_url_keys_agree_with_surt_on_tricky_urls(url):
+    assert cdxj.url_key(url) == surt.surt(url)
+
+
+def test_url_keys_agree_with_surt_on_a_crawl(history):
+    urls = [u for u, _ in inspect.urls(history.first)]
+    assert len(urls) > 30
+    assert [cdxj.url_key(u) for u in urls] == [surt.surt(u) for u in urls]
