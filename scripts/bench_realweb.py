@@ -47,6 +47,7 @@ the truth for information. Writes ``results/bench_realweb.{md,json}``.
     python scripts/bench_realweb.py               # all sites (~10,800 URLs), 1 round
     python scripts/bench_realweb.py --repeat 3    # medians of 3 interleaved rounds
     python scripts/bench_realweb.py --quick       # SQLite and Node.js only (~1,100 URLs)
+    python scripts/bench_realweb.py --other       # four other trees (~1,400 URLs)
 """
 
 from __future__ import annotations
@@ -82,6 +83,8 @@ EXAMPLES = 10  # URLs listed of each difference
 WGET_QUIRKS = {  # a part of a URL wget requests: how wget read the href (not as WHATWG does)
     "%5C": "wget keeps a backslash of an href (as %5C); WHATWG's URL parser (bspcrawl's, "
            "browsers') reads it as '/'",
+    "%22%20+%20": "wget reads href= inside a <script>'s strings (`\"<a href='\" + base + "
+                  "\"'>\"`); an HTML parser (bspcrawl's, browsers') reads a script as text",
 }
 
 
@@ -113,6 +116,15 @@ SITES = [
          "/releaselog/", robots="User-agent: *\nDisallow: /releaselog/\n", quick=True),
     Site("nodejs", "nodejs-doc", "usr/share/doc/nodejs/api",
          "Node.js API reference: 65 pages, all.html 5.8 MB", quick=True),
+]
+
+OTHER_SITES = [  # --other: a second set of trees, to check the fetched set on more sites
+    Site("django", "python-django-doc", "usr/share/doc/python-django-doc/html",
+         "Django 3.2 docs (Sphinx, 48 KB pages): inline scripts that build links as strings"),
+    Site("glib", "libglib2.0-doc", "usr/share/gtk-doc/html/glib", "GLib reference (gtk-doc)",
+         quick=True),
+    Site("sphinx", "sphinx-doc", "usr/share/doc/sphinx-doc/html", "Sphinx 5.3 docs", quick=True),
+    Site("git", "git-doc", "usr/share/doc/git-doc", "git's manual pages (AsciiDoc)"),
 ]
 
 MIME_TYPES = {  # what nginx answers in Content-Type, by file extension
@@ -443,11 +455,14 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=1, help="rounds of all crawlers (default 1)")
     p.add_argument("--quick", action="store_true",
                    help="only the sites marked quick (SQLite, Node.js: ~1,100 URLs)")
+    p.add_argument("--other", action="store_true",
+                   help="the other trees instead (Django, GLib, Sphinx, git: ~1,400 URLs), "
+                        "a check of the fetched set on more sites")
     p.add_argument("--crawlers", nargs="+", default=CRAWLERS, choices=CRAWLERS)
     args = p.parse_args()
     if "wget" not in args.crawlers:
         p.error("wget is the truth: keep it in --crawlers")
-    sites = [s for s in SITES if s.quick or not args.quick]
+    sites = [s for s in (OTHER_SITES if args.other else SITES) if s.quick or not args.quick]
     trees = {s.name: unpack(s, args.trees.expanduser()) for s in sites}
     nginx, how = find_nginx()
     print(f"nginx: {how}, {nginx_version(nginx)}", file=sys.stderr)
