@@ -7,6 +7,7 @@ in a child process (``tests/pywb_replay.py``), in-process there through its WSGI
 """
 
 import json
+import random
 import subprocess
 import sys
 import zipfile
@@ -149,15 +150,45 @@ TRICKY = [
     "http://[::1]:81/a", "http://10.0.0.1/a", "http://0x7f.1/a", "http://a.example/a b",
     "http://a.example/a#frag", "http://a.example/?", "http://a.example/a?&&", "ftp://a.example/x",
     "http://a.example/A;p=1,2/~u/!$'()*+:@", "http://xn--nxasmq6b.example/", "http://a..b.example./",
+    "http://www.1.2.3.4/", "http://1password.example/", "http://0day.example/", "http://12345/",
+    "http://a.example:0/", "http://a.example:99999/", "http://www2.a.example/",
+    "http://wwwx.example/", "http://a.example:080/", "http://127.1/", "https://a.example:80/",
+    "http://a-b.c.example/x", "http://017.0.0.1/", "http://256.1.1.1/", "http://1.2.3.4.5/",
 ]
+
+
+def surt_key(url: str) -> str:
+    """surt's key, or the URL itself where surt cannot read it (as ``url_key`` does)."""
+    try:
+        return surt.surt(url)
+    except ValueError:
+        return url
 
 
 @pytest.mark.parametrize("url", TRICKY)
 def test_url_keys_agree_with_surt_on_tricky_urls(url):
-    assert cdxj.url_key(url) == surt.surt(url)
+    assert cdxj.url_key(url) == surt_key(url)
 
 
 def test_url_keys_agree_with_surt_on_a_crawl(history):
     urls = [u for u, _ in inspect.urls(history.first)]
     assert len(urls) > 30
-    assert [cdxj.url_key(u) for u in urls] == [surt.surt(u) for u in urls]
+    assert [cdxj.url_key(u) for u in urls] == [surt_key(u) for u in urls]
+
+
+def test_url_keys_agree_with_surt_on_random_urls():
+    """Mostly URLs of the fast path (``url_key`` computes their key itself), some not."""
+    rng = random.Random(7)
+    labels = ["www", "www7", "a", "b-c", "0", "1", "017", "255", "256", "example", "xn--d1a",
+              "sid", "B", "ü", ""]
+    paths = ["/", "a", "A", "b=1", ".", "..", "?", "&", "=", ";", ":", "@", "+", "~", "x.html",
+             "jsessionid=", "sid=", "cfid=", ".aspx", "%41", "#", " ", "é", "0123456789abcdef"]
+    fast = 0
+    for _ in range(3000):
+        host = ".".join(rng.choices(labels, [4] * 12 + [1] * 3, k=rng.randint(1, 4)))
+        port = rng.choice(["", "", ":80", ":443", ":8080", ":0", ":070000"])
+        path = "/" + "".join(rng.choices(paths, [4] * 19 + [1] * 5, k=rng.randint(0, 8)))
+        url = f"{rng.choice(['http', 'https'])}://{host}{port}{path}"
+        assert cdxj.url_key(url) == surt_key(url), url
+        fast += bool(cdxj._host_key(host + port, "80"))
+    assert fast > 1000

@@ -20,7 +20,6 @@ Archive's canonicalisation).
 
 from __future__ import annotations
 
-import functools
 import heapq
 import json
 import os
@@ -29,7 +28,6 @@ from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
 
-import surt
 from warcio.archiveiterator import ArchiveIterator
 from warcio.timeutils import iso_date_to_timestamp
 
@@ -42,42 +40,60 @@ _MIME_END = re.compile(r"[;\s]")
 def url_key(url: str) -> str:
     """The SURT key of ``url`` (``http://www.Example.com/a`` -> ``com,example)/a``):
     ``surt.surt``'s, computed here for the plain http(s) URLs a crawl is made of (``surt``
-    spent ~100 µs a URL, most of it in a regular-expression parse and, for an IP address,
-    a resolver call): the host part is surt's, once per scheme and authority; a path and
-    query of plain characters (no ``%``, no dot segment or empty segment, nothing a session
-    id pattern could match) are lower-cased, the trailing ``/`` dropped and the query's
-    arguments sorted, as surt does. Anything else goes through ``surt.surt`` itself
-    (``tests/test_archive_interop.py`` checks the two agree)."""
+    spent ~100 µs a URL in a crawl, most of it in a regular-expression parse and, for an IP
+    address, a resolver call; importing it costs ~90 ms, ``tldextract`` and ``requests``
+    with it). A lower-case DNS name or a dotted-quad IPv4 address, with a port or none, is
+    reversed, its ``www``/``wwwN.`` label dropped; a path and query of plain characters (no
+    ``%``, no dot segment or empty segment, nothing a session-id pattern of surt's could
+    match) are lower-cased, the trailing ``/`` dropped and the query's arguments sorted, as
+    surt does. Anything else goes through ``surt.surt`` itself
+    (``tests/test_archive_interop.py`` checks that the two agree)."""
     scheme, sep, rest = url.partition("://")
     slash = rest.find("/")
-    if sep and scheme in ("http", "https") and slash > 0 and _PLAIN.fullmatch(rest, slash):
+    if sep and scheme in _DEFAULT_PORT and slash > 0 and _PLAIN.fullmatch(rest, slash):
         lowered = rest[slash:].lower()
         path, _, query = lowered.partition("?")
-        if "/." not in path and "//" not in path and not _SESSION.search(lowered):
-            key = _host_key(url[: len(scheme) + 3 + slash])
+        key = _host_key(rest[:slash], _DEFAULT_PORT[scheme])
+        if key and "/." not in path and "//" not in path and not _SESSION.search(lowered):
             if len(path) > 1 and path.endswith("/"):
                 path = path[:-1]
             if query:
                 path += "?" + "&".join(
                     sorted(query.split("&"), key=lambda arg: tuple(arg.split("=", 1))))
-            if key is not None:
-                return key + path
+            return key + path
     return _surt(url)
 
 
+_DEFAULT_PORT = {"http": "80", "https": "443"}
 _PLAIN = re.compile(r"[A-Za-z0-9\-._~/!$'()*+,;=:@&?]*")
 _SESSION = re.compile(r"sessionid|sid=|cfid=|\.aspx")  # surt's session-id patterns
+_NAME = re.compile(r"(?:www\d*\.)?([a-z0-9-]+(?:\.[a-z0-9-]+)*)(?::([0-9]{1,5}))?")
+_QUAD = re.compile(r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}"
+                   r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])")
 
 
-@functools.lru_cache(maxsize=1 << 12)
-def _host_key(origin: str) -> str | None:
-    """surt's key of ``origin`` (``http://host:port``) up to its ``)``; None if surt does
-    not read it so."""
-    key = _surt(origin + "/")
-    return key[:-1] if key.endswith(")/") else None
+def _host_key(authority: str, default_port: str) -> str:
+    """surt's key of a URL's ``authority`` up to its ``)``; '' for one left to surt (a
+    name with upper case, IDNA or an IPv6 address, userinfo, a number surt would read
+    as an IPv4 address: ``127.1``, ``0x7f.1``)."""
+    found = _NAME.fullmatch(authority)
+    if found is None:
+        return ""
+    host, port = found[1], found[2]
+    if (host[0].isdigit() and (host.replace(".", "").isdigit() or host.startswith("0"))
+            and not _QUAD.fullmatch(host)):  # a number surt resolves: its own business
+        return ""
+    key = ",".join(reversed(host.split(".")))
+    if port and int(port) > 65535:
+        return ""
+    if port and int(port) and str(int(port)) != default_port:
+        key += f":{int(port)}"
+    return key + ")"
 
 
 def _surt(url: str) -> str:
+    import surt  # (~90 ms: tldextract and requests come with it; rarely needed)
+
     try:
         return surt.surt(url)
     except (ValueError, TypeError, AttributeError):  # not a URL surt can read: as is
