@@ -111,14 +111,26 @@ def latest(out: Path) -> dict[str, Any]:
 
 
 def read(out: Path, rank: int, superstep: int) -> tuple[dict[str, np.ndarray], dict]:
-    """One rank's state of ``superstep``: (arrays, attrs), or CheckpointError."""
+    """One rank's state of ``superstep``: (arrays, attrs), or CheckpointError. An
+    incremental state gets the ``seen`` array of its base, the full checkpoint it builds
+    on (``attrs["base"]``)."""
+    arrays, attrs = _read(out, rank, superstep)
+    base = attrs.get("base", superstep)
+    if "seen" not in arrays and base != superstep:
+        arrays["seen"] = _read(out, rank, base, ["seen"])[0]["seen"]
+    return arrays, attrs
+
+
+def _read(out: Path, rank: int, superstep: int, names: list[str] | None = None
+          ) -> tuple[dict[str, np.ndarray], dict]:
+    """The datasets ``names`` (default all) of one rank file, and its attrs."""
     path = rank_file(out, rank, superstep)
     try:
         with h5py.File(path, "r") as f:
             if f.attrs.get("format") != FORMAT or f.attrs.get("superstep") != superstep:
                 raise CheckpointError(f"checkpoint file {path} does not hold superstep "
                                       f"{superstep}")
-            arrays = {name: f[name][:] for name in f}
+            arrays = {name: f[name][:] for name in (f if names is None else names)}
             return arrays, json.loads(f.attrs["state"])
     except (OSError, KeyError, ValueError) as e:
         raise CheckpointError(f"checkpoint file {path} is unreadable ({e})") from None

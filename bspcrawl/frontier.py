@@ -108,6 +108,8 @@ class Host:
         return b"" if self.q is None else bytes(self.q[self.head:])
 
 
+COMPACT = 0.5  # a checkpoint is full once the URLs seen since the last full one are more
+# than this fraction of those seen then (a resume reads the base and at most this much more)
 RULES_SHARED = 4096  # parsed robots.txt kept by their bytes, shared by hosts (an empty
 # one, 404, is most hosts': ~1.5 KB of parser each)
 ALLOW_ALL = b""  # an empty robots.txt allows everything (RFC 9309 2.2.2)
@@ -158,6 +160,7 @@ class Frontier:
         self.backlog = Backlog(backlog_dir, settings.queue_memory_budget)
         self.journal = journal.Journal(backlog_dir)
         self.base: journal.Mark | None = None  # the journal's end at the last full snapshot
+        self.base_len = 0  # URLs seen then
         self.heads: dict[int, tuple[int, Link]] = {}  # CBT id -> (fingerprint, link)
         self.loaded: dict[float, int] = {}  # priority -> URLs of it in the CBT
         self.next_id = 0  # the next CBT id
@@ -473,18 +476,21 @@ class Frontier:
             out.update(_records(host.records()))
         return out
 
-    def snapshot(self, unfinished: list[FetchJob], full: bool = True) -> dict[str, np.ndarray]:
+    def snapshot(self, unfinished: list[FetchJob], full: bool | None = True
+                 ) -> dict[str, np.ndarray]:
         """The frontier's state as arrays, for a checkpoint. ``unfinished`` (scheduled,
         not committed) page jobs are saved as URLs to fetch again. The backlog's and the
         journal's tails are written to their files and named (``backlog_*``,
-        ``journal_*``), not copied; the seen set is written whole only if ``full`` (or
-        no full snapshot was taken yet): else the journal since the last full one holds
-        what it gained."""
+        ``journal_*``), not copied; the seen set is written whole (``seen``) only if
+        ``full``, or with ``full=None`` when the URLs seen since the last full snapshot
+        are more than :data:`COMPACT` of those seen then: else the journal since the last
+        full one holds what it gained. Without a full snapshot before, it is full."""
         now = self.clock()
         end = self.journal.mark()
-        full = full or self.base is None
-        if full:
-            self.base = end
+        if full is None:
+            full = len(self.seen) - self.base_len > COMPACT * self.base_len
+        if full or self.base is None:
+            full, self.base, self.base_len = True, end, len(self.seen)
         ids, _ = self.cbt.peek(len(self.cbt))
         front = [record(*self.heads[i]) for i in ids.tolist()]
         front += [record(j.fp, Link(j.url, j.depth, j.hops)) for j in unfinished
@@ -572,6 +578,7 @@ class Frontier:
                     self.backlog.adopt(st)
                     self.journal.adopt(tuple(st["journal_end"]))
                     self.base = tuple(st["journal_base"])
+                    self.base_len = len(st["seen"])
                 else:
                     self._restore_backlog(replay(where, st), owned)
             later = [(x, left) for x, left in zip(links_from_arrays(st, "revisit_"),

@@ -351,7 +351,8 @@ def test_a_restored_host_keeps_the_min_host_delay(tmp_path):
     f.receive([Link("http://a.test/x")])
     (robots,) = f.next_jobs(0)
     assert robots.delay == 1.0
-    restored = Frontier(settings, clock=lambda: now, backlog_dir=tmp_path)  # checkpointed with robots.txt out
+    # checkpointed with robots.txt out
+    restored = Frontier(settings, clock=lambda: now, backlog_dir=tmp_path)
     directory = Directory(1)
     directory.assign([host_pair("a.test:80")])
     restored.restore([f.snapshot([])], 0, directory)
