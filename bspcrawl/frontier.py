@@ -505,6 +505,9 @@ class Frontier:
             **self.backlog.marks(),
             "queued": np.frombuffer(b"".join(front), np.uint8),
             "host_queues": np.frombuffer(b"".join(h.records() for _, h in hosts), np.uint8),
+            "host_queue_bytes": np.array([len(h.q) - h.head if h.q else 0 for _, h in hosts],
+                                         np.int64),
+            "host_waiting": np.array([h.waiting for _, h in hosts], np.int64),
             "retry_fp": np.fromiter(self.retries, np.int64, len(self.retries)),
             "retry_n": np.fromiter(self.retries.values(), np.int64, len(self.retries)),
             "host": np.array([k for k, _ in hosts], dtype=object),
@@ -559,6 +562,8 @@ class Frontier:
             self.seen.add_batch(keys)
             for fp, n in zip(st["retry_fp"].tolist(), st["retry_n"].tolist(), strict=True):
                 self.retries[fp] = n
+            queues = memoryview(st["host_queues"].tobytes()) if "host_queues" in st else None
+            ends = np.cumsum(st["host_queue_bytes"]).tolist() if queues else []
             for i, key in enumerate(st["host"].astype(str).tolist()):
                 if directory.rank_of(key) != rank:
                     continue
@@ -568,11 +573,11 @@ class Frontier:
                 if st["robots_known"][i]:
                     self._set_rules(host, bytes(st["robots_txt"][i]),
                                     now + float(st["robots_left"][i]))
+                if queues and (n := int(st["host_waiting"][i])):  # its Q, as it was
+                    host.q = bytearray(queues[ends[i] - int(st["host_queue_bytes"][i]):ends[i]])
+                    host.waiting = n
+                    self.pending += n
             self._restore_front(_front(st, self.fingerprints), owned)
-            for fp, link in _records(st.get("host_queues", np.zeros(0, np.uint8)).tobytes()):
-                if owned(link.url):
-                    self._host(host_key(link.url)).push(record(fp, link))
-                    self.pending += 1
             if "backlog_prio" in st:
                 if here:
                     self.backlog.adopt(st)
@@ -590,12 +595,6 @@ class Frontier:
         for key, host in self.hosts.items():
             if host.waiting:
                 self._enqueue(key, now)
-
-    def _host(self, key: str) -> Host:
-        host = self.hosts.get(key)
-        if host is None:
-            host = self.hosts[key] = Host(delay=self.politeness.delay(None))
-        return host
 
     def _restore_front(self, front: list[tuple[int, Link]], owned: Callable[[str], bool]
                        ) -> None:
