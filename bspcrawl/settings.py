@@ -112,6 +112,9 @@ class Settings:
                                        "registered domain, counted as they arrive (0: no limit)")
     crawl_max_domain_hosts: int = _opt(10_000, "take URLs of at most this many hosts of one "
                                        "registered domain (a subdomain flood; 0: no limit)")
+    crawl_deal_hosts: int = _opt(1 << 16, "deal this many hosts to the ranks round-robin "
+                                 "(even load on small webs; every rank holds their list), "
+                                 "then own a new host by its hash mod P")
     crawl_max_seconds: float = _opt(0.0, "stop after this wall time (0: no limit)", "s")
     crawl_max_depth: int = _opt(50, "ignore links more than this many links from a seed (a "
                                 "shallow trap such as an endless calendar; 0: no limit)")
@@ -153,6 +156,7 @@ class Settings:
                         "url_max_segments", "url_max_repeats", "crawl_max_outlinks",
                         "crawl_max_page_hosts", "crawl_max_domain_hosts", "crawl_max_domain_pages",
                         "crawl_revisit_after", "queue_seen_memory", "queue_memory_budget",
+                        "crawl_deal_hosts",
                         "checkpoint_every")
         for name in positive:
             if not getattr(self, name) > 0:

@@ -138,7 +138,8 @@ class Crawl:
                                revisits=bool(settings.recrawl or settings.crawl_revisit_after))
         self.store = RankStore(out, self.rank, self.size, settings.to_dict(),
                                settings.index_flush_pages, resume_at=at, archive=self.archive)
-        self.directory = Directory(self.size, settings.crawl_max_domain_hosts)
+        self.directory = Directory(self.size, settings.crawl_max_domain_hosts,
+                                   settings.crawl_deal_hosts)
         self.directory.assign(host_pair(host_key(u)) for u in seeds)  # every rank deals them alike
         if settings.recrawl and resume is None:  # its history keeps host hashes only: a
             # host of the previous crawl counts as a domain of its own
@@ -304,7 +305,8 @@ class Crawl:
         mine = [resume.states[self.rank]] if same else resume.states
         arrays = [a for a, _ in mine]
         self.directory = Directory.restore(arrays[0], self.size,
-                                           self.settings.crawl_max_domain_hosts)
+                                           self.settings.crawl_max_domain_hosts,
+                                           self.settings.crawl_deal_hosts)
         ranks = [self.rank] if same else range(len(resume.states))
         self.frontier.restore(arrays, self.rank, self.directory,
                               [frontier_dir(self.out, r) for r in ranks])
