@@ -312,8 +312,10 @@ class Crawl:
                               [frontier_dir(self.out, r) for r in ranks])
         if self.rank < len(resume.states) and "journal_end" in resume.states[self.rank][0]:
             own, attrs = resume.states[self.rank]
-            self.kept = {resume.superstep: Kept.of(self.frontier, own, attrs.get(
-                "base", resume.superstep))}
+            kept = Kept.of(self.frontier, own, attrs.get("base", resume.superstep))
+            self.kept = {resume.superstep: kept}
+            self.frontier.backlog.pin(kept.files)  # a kill before the next checkpoint
+            # resumes from this one again
         self.inbox = []
         for name in ("inbox", "held"):  # with another P, held links go to their owners
             links = [x for a in arrays for x in links_from_arrays(a, f"{name}_")]

@@ -66,12 +66,14 @@ def test_files_a_checkpoint_pins_are_kept_and_adopt_cuts_what_came_after(tmp_pat
     # another rank (a resume on another P) reads them as they were at the checkpoint
     assert [(p, fp, x) for p, fp, x in backlog.replay(tmp_path, marks)] == [
         (-1.0, fp, x) for fp, x in links(20)[4:]] + [(-2.0, fp, x) for fp, x in links(3, 100)]
-    again = Backlog(tmp_path)  # a resume from the checkpoint on the same rank
-    again.adopt(marks)
-    again._check()
-    assert again.waiting() == {-1.0: 16, -2.0: 3}
-    assert first + again.take(-1.0, 100) == links(20)
-    assert again.take(-2.0, 100) == links(3, 100)
+    for _ in range(2):  # a resume from the checkpoint on the same rank, killed, again
+        again = Backlog(tmp_path)
+        again.adopt(marks)
+        again.pin(backlog.files_of(marks))  # (as the crawl does on resume)
+        again._check()
+        assert again.waiting() == {-1.0: 16, -2.0: 3}
+        assert first + again.take(-1.0, 100) == links(20)
+        assert again.take(-2.0, 100) == links(3, 100)
 
 
 def crawl_jobs(budget, tmp_path, steps=40, seed=3):
