@@ -14,6 +14,13 @@ checkpoint of K is
   the previous complete checkpoint, the settings and the seeds. Only a checkpoint named
   there counts.
 
+A checkpoint is *full* or *incremental* (issue 16, part 4): an incremental rank file has no
+``seen`` array but names its *base*, the full checkpoint whose array it builds on
+(``attrs["base"]``), and the end of the rank's seen-set journal (``journal.py``); both
+kinds name the backlog's segment files (``backlog.py``) instead of copying the waiting
+URLs. :func:`read` gives an incremental state its base's array. The crawl keeps the files
+of the last two complete checkpoints and of their bases (``superstep.py``).
+
 A crash at any point leaves the previous complete checkpoint usable: its files are deleted
 only after a newer one is complete. Resuming from K deletes the index segments sealed after
 K, so no page, doc id or posting is committed twice, and the pages committed after K are

@@ -1,8 +1,11 @@
-"""One rank's frontier: seen set, CBT priority queue, per-host state and pending queue Q.
+"""One rank's frontier: seen set, backlog, CBT priority queue, per-host state and pending
+queue Q.
 
 Marin et al. (2008), section 2: each superstep the scheduler extracts the top R URLs from
-its priority queue; URLs that cannot be scheduled now wait in a pending queue Q. Here Q is
-one FIFO per host:
+its priority queue; URLs that cannot be scheduled now wait in a pending queue Q. Here the
+URLs waiting are records in the backlog's logs, one per priority, in RAM up to
+``queue_memory_budget`` and on disk past it (``backlog.py``); the CBT orders the logs'
+heads (:meth:`Frontier._load`), and Q is one FIFO of records per host:
 
 - a host's first job is its robots.txt; its URLs wait in Q until that job is committed
   (RFC 9309: 2xx parsed, 4xx allow all, 5xx or no answer: retried with backoff up to
