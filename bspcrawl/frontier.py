@@ -167,7 +167,8 @@ class Frontier:
         self.heads: dict[int, tuple[int, Link]] = {}  # CBT id -> (fingerprint, link)
         self.loaded: dict[float, int] = {}  # priority -> URLs of it in the CBT
         self.next_id = 0  # the next CBT id
-        self.rules: dict[bytes, RobotsRules] = {}  # robots.txt -> its rules, shared
+        self.rules: dict[bytes, tuple[RobotsRules, float]] = {}  # robots.txt -> its rules
+        # and the delay they imply, shared by the hosts that answered the same bytes
         self.retries: dict[int, int] = {}  # fingerprint -> 429/503 answers so far
         self.hosts: dict[str, Host] = {}
         self.budgets = Budgets(settings.crawl_max_host_pages, settings.crawl_max_domain_pages,
@@ -440,15 +441,14 @@ class Frontier:
 
     def _set_rules(self, host: Host, robots_txt: bytes, until: float) -> None:
         """Give a host the rules of a robots.txt body, and the delay they imply."""
-        rules = self.rules.get(robots_txt)
-        if rules is None:
+        shared = self.rules.get(robots_txt)
+        if shared is None:
             if len(self.rules) >= RULES_SHARED:
                 self.rules.clear()
-            rules = self.rules[robots_txt] = RobotsRules.parse(robots_txt,
-                                                               self.settings.agent_token)
-        host.rules = rules
+            rules = RobotsRules.parse(robots_txt, self.settings.agent_token)
+            shared = self.rules[robots_txt] = rules, self.politeness.delay(rules.crawl_delay)
+        host.rules, host.delay = shared
         host.robots_txt, host.rules_until = host.rules.source, until
-        host.delay = self.politeness.delay(host.rules.crawl_delay)
 
     def _check(self) -> None:
         """Assert the invariants of the class docstring (tests call it after every step)."""
@@ -559,27 +559,32 @@ class Frontier:
             mine = len(states) == 1  # the same P: every URL of the state is this rank's
             owned = (lambda url: True) if mine else (lambda url: directory.owner(url) == rank)
             keys = st["seen"]
-            if "journal_end" in st:
+            if "journal_end" in st:  # sorted, then unsorted keys: two runs to merge
                 keys = np.concatenate([keys, journal.read(where, tuple(st["journal_base"]),
                                                           tuple(st["journal_end"]))])
+                keys.sort(kind="stable")
             self.seen.add_batch(keys)
             for fp, n in zip(st["retry_fp"].tolist(), st["retry_n"].tolist(), strict=True):
                 self.retries[fp] = n
             queues = memoryview(st["host_queues"].tobytes()) if "host_queues" in st else None
             ends = np.cumsum(st["host_queue_bytes"]).tolist() if queues else []
-            for i, key in enumerate(st["host"].astype(str).tolist()):
+            sizes = st["host_queue_bytes"].tolist() if queues else []
+            counts = st["host_waiting"].tolist() if queues else []
+            delay = self.politeness.delay(None)
+            for i, (key, failures, ready, known, left) in enumerate(zip(
+                    st["host"].astype(str).tolist(), st["robots_failures"].tolist(),
+                    st["ready_left"].tolist(), st["robots_known"].tolist(),
+                    st["robots_left"].tolist(), strict=True)):
                 if directory.rank_of(key) != rank:
                     continue
-                host = self.hosts[key] = Host(robots_failures=int(st["robots_failures"][i]),
-                                              ready_at=now + float(st["ready_left"][i]),
-                                              delay=self.politeness.delay(None))
-                if st["robots_known"][i]:
-                    self._set_rules(host, bytes(st["robots_txt"][i]),
-                                    now + float(st["robots_left"][i]))
-                if queues and (n := int(st["host_waiting"][i])):  # its Q, as it was
-                    host.q = bytearray(queues[ends[i] - int(st["host_queue_bytes"][i]):ends[i]])
-                    host.waiting = n
-                    self.pending += n
+                host = self.hosts[key] = Host(robots_failures=failures, ready_at=now + ready,
+                                              delay=delay)
+                if known:
+                    self._set_rules(host, bytes(st["robots_txt"][i]), now + left)
+                if queues and counts[i]:  # its Q, as it was
+                    host.q = bytearray(queues[ends[i] - sizes[i]:ends[i]])
+                    host.waiting = counts[i]
+                    self.pending += counts[i]
             self._restore_front(_front(st, self.fingerprints), owned)
             if "backlog_prio" in st:
                 if here:
