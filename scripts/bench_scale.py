@@ -302,6 +302,11 @@ def main() -> None:
               f"| {r['bytes_per_url_checkpoint']:.1f} | {r['seen_bytes'] / r['urls']:.1f} "
               f"| {r['links'] / r['seen_s'] / 1e6:.2f} | {r['checkpoint_s']:.2f} "
               f"| {r['checkpoint_bytes'] / 1e6:.0f} | {r['wall_s']:.0f} |")
+    for a, b in itertools.pairwise(rows):
+        if a["seen"] == b["seen"] and b["urls"] > a["urls"]:
+            growth = (b["peak_rss_crawl"] - a["peak_rss_crawl"]) / (b["urls"] - a["urls"])
+            print(f"\n{a['seen']}: peak RSS grows by {growth:.1f} B per unique URL from N = "
+                  f"{a['urls']:,} to {b['urls']:,}")
     more = [r for r in rows if r.get("more")]
     if more:
         print("\n| seen set | N | then more URLs | incremental checkpoint s | its MB "
