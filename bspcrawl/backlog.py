@@ -339,10 +339,10 @@ def replay(directory: Path, marks: dict[str, np.ndarray]) -> Iterator[tuple[floa
 
 
 def files_of(marks: dict[str, np.ndarray]) -> set[str]:
-    """The names of the segment files a checkpoint's marks refer to."""
-    return {f"q{n:04d}-{s:08d}.seg" for n, seg, last in zip(
-        *(marks[f"backlog_{k}"].tolist() for k in ("log", "seg", "last")), strict=True)
-        for s in range(seg, last + 1)}
+    """The names of the segment files a checkpoint's marks refer to (each holds data)."""
+    return {f"q{n:04d}-{s:08d}.seg" for n, seg, last, size in zip(
+        *(marks[f"backlog_{k}"].tolist() for k in ("log", "seg", "last", "size")),
+        strict=True) for s in range(seg, last + (size > 0))}
 
 
 def next_segment(directory: Path | None, pattern: str) -> int:

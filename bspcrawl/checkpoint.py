@@ -37,6 +37,8 @@ from typing import Any
 import h5py
 import numpy as np
 
+from bspcrawl import backlog, journal
+from bspcrawl.index.output import FRONTIER_DIR
 from bspcrawl.index.store import write_atomically
 
 CHECKPOINT_DIR = "checkpoint"
@@ -125,7 +127,20 @@ def read(out: Path, rank: int, superstep: int) -> tuple[dict[str, np.ndarray], d
     base = attrs.get("base", superstep)
     if "seen" not in arrays and base != superstep:
         arrays["seen"] = _read(out, rank, base, ["seen"])[0]["seen"]
+    if "journal_end" in arrays:
+        where = frontier_dir(out, rank)
+        needed = backlog.files_of(arrays) | journal.files_of(
+            tuple(arrays["journal_base"].tolist()), tuple(arrays["journal_end"].tolist()))
+        missing = sorted(name for name in needed if not (where / name).is_file())
+        if missing:
+            raise CheckpointError(f"checkpoint file {rank_file(out, rank, superstep)} "
+                                  f"refers to {where / missing[0]}, which is missing")
     return arrays, attrs
+
+
+def frontier_dir(out: Path, rank: int) -> Path:
+    """``DIR/frontier/rank-NNNN``: a rank's backlog and journal, which checkpoints name."""
+    return out / FRONTIER_DIR / f"rank-{rank:04d}"
 
 
 def _read(out: Path, rank: int, superstep: int, names: list[str] | None = None

@@ -76,8 +76,10 @@ class Journal:
 
 
 def files_of(start: Mark, stop: Mark) -> set[str]:
-    """The names of the segment files from mark ``start`` to ``stop``."""
-    return {f"{NAME}-{seg:08d}.seg" for seg in range(start[0], stop[0] + 1)}
+    """The names of the segment files holding the keys from mark ``start`` to ``stop``."""
+    if tuple(start) == tuple(stop):
+        return set()
+    return {f"{NAME}-{seg:08d}.seg" for seg in range(start[0], stop[0] + (stop[1] > 0))}
 
 
 def read(directory: Path, start: Mark, stop: Mark) -> np.ndarray:

@@ -38,7 +38,7 @@ from bspcrawl.commit import Committer
 from bspcrawl.counters import Stats, synced
 from bspcrawl.frontier import Frontier
 from bspcrawl.index.archive import Archive, previous_hosts
-from bspcrawl.index.output import FRONTIER_DIR, SEEN_DIR, STOP_FILE
+from bspcrawl.index.output import SEEN_DIR, STOP_FILE
 from bspcrawl.index.store import RankStore
 from bspcrawl.index.window import Window
 from bspcrawl.messages import Link
@@ -105,11 +105,6 @@ class Kept:
         return cls(base, frontier.files(arrays), tuple(arrays["journal_base"].tolist()))
 
 
-def frontier_dir(out: Path, rank: int) -> Path:
-    """``DIR/frontier/rank-NNNN``: a rank's backlog and journal."""
-    return out / FRONTIER_DIR / f"rank-{rank:04d}"
-
-
 @dataclass
 class Outbox:
     """send_messages' product: the URL batches by rank and the hosts announced."""
@@ -131,7 +126,7 @@ class Crawl:
         self.stats = Stats()
         self.frontier = Frontier(settings, self.stats, ranks=self.size,
                                  seen_dir=out / SEEN_DIR / f"rank-{self.rank:04d}",
-                                 backlog_dir=frontier_dir(out, self.rank))
+                                 backlog_dir=checkpoint.frontier_dir(out, self.rank))
         self.window = Window(settings.fetch_workers)
         at = resume.superstep if resume else None
         self.archive = Archive(out, self.rank, warc=not settings.index_no_warc,
@@ -309,7 +304,7 @@ class Crawl:
                                            self.settings.crawl_deal_hosts)
         ranks = [self.rank] if same else range(len(resume.states))
         self.frontier.restore(arrays, self.rank, self.directory,
-                              [frontier_dir(self.out, r) for r in ranks])
+                              [checkpoint.frontier_dir(self.out, r) for r in ranks])
         if self.rank < len(resume.states) and "journal_end" in resume.states[self.rank][0]:
             own, attrs = resume.states[self.rank]
             kept = Kept.of(self.frontier, own, attrs.get("base", resume.superstep))

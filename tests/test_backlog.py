@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from bspcrawl import backlog
+from bspcrawl import backlog, checkpoint
 from bspcrawl.backlog import Backlog, record
 from bspcrawl.frontier import Frontier
 from bspcrawl.messages import FetchResult, Link
@@ -148,3 +148,13 @@ def test_an_incremental_chain_resumes_as_a_full_checkpoint_and_a_kill_loses_noth
     assert g.waiting_links() == h.waiting_links()
     assert len(waiting) > len(g.waiting_links()) > 0
     assert schedule(g, 100) == schedule(h, 100)
+
+
+def test_a_checkpoint_whose_backlog_file_is_gone_is_unreadable_not_a_crash(tmp_path):
+    f, states = frontier_at(checkpoint.frontier_dir(tmp_path, 0), 6, {5: True})
+    checkpoint.write(tmp_path, 0, 5, states[5], {"base": 5})
+    assert checkpoint.read(tmp_path, 0, 5)[0]["backlog_count"].sum() > 0
+    victim = sorted(backlog.files_of(states[5]))[0]
+    (checkpoint.frontier_dir(tmp_path, 0) / victim).unlink()
+    with pytest.raises(checkpoint.CheckpointError, match=f"refers to .*{victim}, which is"):
+        checkpoint.read(tmp_path, 0, 5)
