@@ -15,10 +15,11 @@ checkpoint of K is
   there counts.
 
 A checkpoint is *full* or *incremental* (issue 16, part 4): an incremental rank file has no
-``seen`` array but names its *base*, the full checkpoint whose array it builds on
-(``attrs["base"]``), and the end of the rank's seen-set journal (``journal.py``); both
-kinds name the backlog's segment files (``backlog.py``) instead of copying the waiting
-URLs. :func:`read` gives an incremental state its base's array. The crawl keeps the files
+``seen`` array and only the hosts changed since its *base*, the full checkpoint it builds
+on (``attrs["base"]``), and names the end of the rank's seen-set journal (``journal.py``);
+both kinds name the backlog's segment files (``backlog.py``) instead of copying the
+waiting URLs. :func:`read` gives an incremental state its base's columns
+(:func:`with_base`). The crawl keeps the files
 of the last two complete checkpoints and of their bases (``superstep.py``).
 
 A crash at any point leaves the previous complete checkpoint usable: its files are deleted
@@ -126,7 +127,7 @@ def read(out: Path, rank: int, superstep: int) -> tuple[dict[str, np.ndarray], d
     arrays, attrs = _read(out, rank, superstep)
     base = attrs.get("base", superstep)
     if "seen" not in arrays and base != superstep:
-        arrays["seen"] = _read(out, rank, base, ["seen"])[0]["seen"]
+        arrays = with_base(arrays, _read(out, rank, base)[0])
     if "journal_end" in arrays:
         where = frontier_dir(out, rank)
         needed = backlog.files_of(arrays) | journal.files_of(
@@ -143,16 +144,23 @@ def frontier_dir(out: Path, rank: int) -> Path:
     return out / FRONTIER_DIR / f"rank-{rank:04d}"
 
 
-def _read(out: Path, rank: int, superstep: int, names: list[str] | None = None
-          ) -> tuple[dict[str, np.ndarray], dict]:
-    """The datasets ``names`` (default all) of one rank file, and its attrs."""
+def with_base(arrays: dict[str, np.ndarray], base: dict[str, np.ndarray]
+              ) -> dict[str, np.ndarray]:
+    """An incremental state completed by its base's: the base's ``seen`` array, and every
+    other column of the base as ``base_NAME`` (the hosts not changed since, for one)."""
+    return {**arrays, "seen": base["seen"],
+            **{f"base_{name}": values for name, values in base.items() if name != "seen"}}
+
+
+def _read(out: Path, rank: int, superstep: int) -> tuple[dict[str, np.ndarray], dict]:
+    """The datasets of one rank file, and its attrs."""
     path = rank_file(out, rank, superstep)
     try:
         with h5py.File(path, "r") as f:
             if f.attrs.get("format") != FORMAT or f.attrs.get("superstep") != superstep:
                 raise CheckpointError(f"checkpoint file {path} does not hold superstep "
                                       f"{superstep}")
-            arrays = {name: f[name][:] for name in (f if names is None else names)}
+            arrays = {name: f[name][:] for name in f}
             return arrays, json.loads(f.attrs["state"])
     except (OSError, KeyError, ValueError) as e:
         raise CheckpointError(f"checkpoint file {path} is unreadable ({e})") from None

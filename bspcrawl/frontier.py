@@ -167,6 +167,8 @@ class Frontier:
         self.heads: dict[int, tuple[int, Link]] = {}  # CBT id -> (fingerprint, link)
         self.loaded: dict[float, int] = {}  # priority -> URLs of it in the CBT
         self.next_id = 0  # the next CBT id
+        self.touched: set[str] = set()  # hosts changed since the last full snapshot
+        self.wall = time.time  # the clock snapshots are dated by (across processes)
         self.rules: dict[bytes, tuple[RobotsRules, float]] = {}  # robots.txt -> its rules
         # and the delay they imply, shared by the hosts that answered the same bytes
         self.retries: dict[int, int] = {}  # fingerprint -> 429/503 answers so far
@@ -278,6 +280,7 @@ class Frontier:
                 host = self.hosts.get(key)
                 if host is None:
                     host = self.hosts[key] = Host(delay=self.politeness.delay(None))
+                    self.touched.add(key)
                 host.push(record(fp, link))
                 self.pending += 1
                 if key not in served and self._can_serve(host, now):
@@ -397,6 +400,7 @@ class Frontier:
         job = result.job
         host = self.hosts[job.host]
         host.outstanding -= 1
+        self.touched.add(job.host)  # its rest, robots.txt or failures may change
         now = self.clock()
         commit = not job.robotstxt
         pause = self.politeness.rest(result)
@@ -498,19 +502,24 @@ class Frontier:
         front = [record(*self.heads[i]) for i in ids.tolist()]
         front += [record(j.fp, Link(j.url, j.depth, j.hops)) for j in unfinished
                   if not j.robotstxt]
-        hosts = list(self.hosts.items())
+        hosts = list(self.hosts.items() if full else (
+            (k, self.hosts[k]) for k in self.touched if k in self.hosts))
+        if full:
+            self.touched = set()
         later = sorted(self.revisits)
         known = [h.rules is not None for _, h in hosts]
+        queued = [(k, h) for k, h in self.hosts.items() if h.waiting]
         return {
             **({"seen": self.seen.to_array()} if full else {}),
             "journal_base": np.array(self.base, np.int64),
             "journal_end": np.array(end, np.int64),
             **self.backlog.marks(),
             "queued": np.frombuffer(b"".join(front), np.uint8),
-            "host_queues": np.frombuffer(b"".join(h.records() for _, h in hosts), np.uint8),
-            "host_queue_bytes": np.array([len(h.q) - h.head if h.q else 0 for _, h in hosts],
-                                         np.int64),
-            "host_waiting": np.array([h.waiting for _, h in hosts], np.int64),
+            "q_host": np.array([k for k, _ in queued], dtype=object),
+            "q_records": np.frombuffer(b"".join(h.records() for _, h in queued), np.uint8),
+            "q_bytes": np.array([len(h.q) - h.head for _, h in queued], np.int64),
+            "q_waiting": np.array([h.waiting for _, h in queued], np.int64),
+            "wall": np.array([self.wall()]),
             "retry_fp": np.fromiter(self.retries, np.int64, len(self.retries)),
             "retry_n": np.fromiter(self.retries.values(), np.int64, len(self.retries)),
             "host": np.array([k for k, _ in hosts], dtype=object),
@@ -566,25 +575,24 @@ class Frontier:
             self.seen.add_batch(keys)
             for fp, n in zip(st["retry_fp"].tolist(), st["retry_n"].tolist(), strict=True):
                 self.retries[fp] = n
-            queues = memoryview(st["host_queues"].tobytes()) if "host_queues" in st else None
-            ends = np.cumsum(st["host_queue_bytes"]).tolist() if queues else []
-            sizes = st["host_queue_bytes"].tolist() if queues else []
-            counts = st["host_waiting"].tolist() if queues else []
-            delay = self.politeness.delay(None)
-            for i, (key, failures, ready, known, left) in enumerate(zip(
-                    st["host"].astype(str).tolist(), st["robots_failures"].tolist(),
-                    st["ready_left"].tolist(), st["robots_known"].tolist(),
-                    st["robots_left"].tolist(), strict=True)):
-                if directory.rank_of(key) != rank:
-                    continue
-                host = self.hosts[key] = Host(robots_failures=failures, ready_at=now + ready,
-                                              delay=delay)
-                if known:
-                    self._set_rules(host, bytes(st["robots_txt"][i]), now + left)
-                if queues and counts[i]:  # its Q, as it was
-                    host.q = bytearray(queues[ends[i] - sizes[i]:ends[i]])
-                    host.waiting = counts[i]
-                    self.pending += counts[i]
+            mine_host = lambda key: directory.rank_of(key) == rank  # noqa: E731
+            if "base_host" in st:  # an incremental state: its base's hosts, then its own
+                base = {k[5:]: v for k, v in st.items() if k.startswith("base_")}
+                self._restore_hosts(base, mine_host, now - float(st["wall"][0] - base["wall"][0]))
+            self._restore_hosts(st, mine_host, now)
+            if here and "base_host" in st:
+                self.touched = set(st["host"].astype(str).tolist())
+            if "q_host" in st:
+                queues = memoryview(st["q_records"].tobytes())
+                at = 0
+                for key, size, n in zip(st["q_host"].astype(str).tolist(),
+                                        st["q_bytes"].tolist(), st["q_waiting"].tolist(),
+                                        strict=True):
+                    if mine_host(key):  # its Q, as it was
+                        host = self.hosts[key]
+                        host.q, host.waiting = bytearray(queues[at:at + size]), n
+                        self.pending += n
+                    at += size
             self._restore_front(_front(st, self.fingerprints), owned)
             if "backlog_prio" in st:
                 if here:
@@ -603,6 +611,22 @@ class Frontier:
         for key, host in self.hosts.items():
             if host.waiting:
                 self._enqueue(key, now)
+
+    def _restore_hosts(self, st: dict[str, np.ndarray], mine: Callable[[str], bool],
+                       then: float) -> None:
+        """The hosts of a state's columns that are ``mine``; its rests and rules' ages were
+        counted from ``then`` (on this clock)."""
+        delay = self.politeness.delay(None)
+        for i, (key, failures, ready, known, left) in enumerate(zip(
+                st["host"].astype(str).tolist(), st["robots_failures"].tolist(),
+                st["ready_left"].tolist(), st["robots_known"].tolist(),
+                st["robots_left"].tolist(), strict=True)):
+            if not mine(key):
+                continue
+            host = self.hosts[key] = Host(robots_failures=failures,
+                                          ready_at=then + ready, delay=delay)
+            if known:
+                self._set_rules(host, bytes(st["robots_txt"][i]), then + left)
 
     def _restore_front(self, front: list[tuple[int, Link]], owned: Callable[[str], bool]
                        ) -> None:

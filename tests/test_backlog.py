@@ -142,7 +142,7 @@ def test_an_incremental_chain_resumes_as_a_full_checkpoint_and_a_kill_loses_noth
     _, full = frontier_at(tmp_path / "full", 21, {20: True})
     assert len(chain.seen) > len(states[5]["seen"])
     waiting = chain.waiting_links()  # (what was accepted after 20 is lost with the kill)
-    state = {**states[20], "seen": states[5]["seen"]}  # as checkpoint.read gives it
+    state = checkpoint.with_base(states[20], states[5])  # as checkpoint.read gives it
     g, h = resumed(tmp_path / "chain", state), resumed(tmp_path / "full", full[20])
     assert np.array_equal(g.seen.to_array(), h.seen.to_array())
     assert g.waiting_links() == h.waiting_links()
@@ -158,3 +158,23 @@ def test_a_checkpoint_whose_backlog_file_is_gone_is_unreadable_not_a_crash(tmp_p
     (checkpoint.frontier_dir(tmp_path, 0) / victim).unlink()
     with pytest.raises(checkpoint.CheckpointError, match=f"refers to .*{victim}, which is"):
         checkpoint.read(tmp_path, 0, 5)
+
+
+def test_an_incremental_snapshot_writes_only_the_hosts_changed_since_the_full_one(tmp_path):
+    f = Frontier(Settings(**UNPACED).validate(), clock=lambda: 0.0, backlog_dir=tmp_path)
+    f.receive([Link("http://a.test/1"), Link("http://b.test/1"), Link("http://b.test/2")])
+    for j in f.next_jobs(0):  # robots.txt: a's disallows /x, b's is missing
+        body = b"User-agent: *\nDisallow: /x\n" if j.host == "a.test:80" else b""
+        f.done(FetchResult(j, status=200 if j.host == "a.test:80" else 404, body=body))
+    full = f.snapshot([])
+    f.receive([Link("http://a.test/x"), Link("http://a.test/2")])
+    for j in f.next_jobs(1):
+        if j.host == "a.test:80":
+            f.done(FetchResult(j, status=200))
+    delta = f.snapshot([], full=False)
+    assert delta["host"].tolist() == ["a.test:80"] and len(full["host"]) == 2
+    g = resumed(tmp_path, checkpoint.with_base(delta, full))
+    assert sorted(g.hosts) == ["a.test:80", "b.test:80"]
+    assert not g.hosts["a.test:80"].rules.allowed("http://a.test/x")
+    assert g.hosts["b.test:80"].rules.allowed("http://b.test/x")
+    assert g.waiting_links() == f.waiting_links()

@@ -23,6 +23,7 @@ from pathlib import Path
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from bspcrawl import checkpoint
 from bspcrawl.counters import Stats
 from bspcrawl.frontier import Frontier
 from bspcrawl.messages import FetchJob, FetchResult, Link
@@ -85,7 +86,8 @@ class FrontierMachine(RuleBasedStateMachine):
         self.dir = Path(tempfile.mkdtemp(prefix="bspcrawl-machine-"))
         self.frontier = Frontier(self.settings, self.stats, clock=lambda: self.now,
                                  backlog_dir=self.dir)
-        self.full_seen = None  # the seen array of the last full snapshot
+        self.full_state = None  # the last full snapshot
+        self.frontier.wall = lambda: self.now
         self.seq = 0
         self.restored_at = self.drained_at = 0  # seq of the last restore and drain
         self.restored_now = 0.0  # clock of the last restore
@@ -232,13 +234,14 @@ class FrontierMachine(RuleBasedStateMachine):
         old = self.frontier
         state = old.snapshot(list(self.out), full)
         if "seen" in state:
-            self.full_seen = state["seen"]
+            self.full_state = state
         else:
-            state["seen"] = self.full_seen
+            state = checkpoint.with_base(state, self.full_state)
         self.stats = Stats()
         self.stats.restore(old.stats.totals())
         self.frontier = Frontier(self.settings, self.stats, clock=lambda: self.now,
                                  backlog_dir=self.dir)
+        self.frontier.wall = lambda: self.now
         directory = Directory(1)
         directory.assign(host_pair(f"{h}:80") for h in HOSTS)
         self.frontier.restore([state], 0, directory)
