@@ -167,7 +167,7 @@ def run_frontier(n: int, hosts: int, kind: str, batch: int, more: int, tmp: Path
     settings = Settings(politeness_min_host_delay=0.0, politeness_response_factor=0.0,
                         crawl_max_host_pages=0, crawl_max_domain_pages=0,
                         queue_batch=4096).validate()
-    f = Frontier(settings, backlog_dir=tmp / "frontier")
+    f = Frontier(settings, backlog_dir=checkpoint.frontier_dir(tmp, 0))
     f.seen = seen = Timed(make_seen(kind))
     t = {"receive": 0.0, "schedule": 0.0, "links": 0, "committed": 0, "seq": 0}
 
@@ -204,7 +204,7 @@ def run_frontier(n: int, hosts: int, kind: str, batch: int, more: int, tmp: Path
     incremental = timed_checkpoint(lambda: f.snapshot([], full=False), tmp, 2, base=1)
     t0 = time.perf_counter()
     arrays, _ = checkpoint.read(tmp, 0, 2)
-    g = Frontier(settings, backlog_dir=tmp / "frontier")
+    g = Frontier(settings, backlog_dir=checkpoint.frontier_dir(tmp, 0))
     g.restore([arrays], 0, OwnsAll())  # type: ignore[arg-type]
     resume_s = time.perf_counter() - t0
     assert len(g.seen) == n + more and len(g) == len(f)
