@@ -11,6 +11,7 @@ from bspcrawl import backlog, checkpoint
 from bspcrawl.backlog import Backlog, record
 from bspcrawl.frontier import Frontier
 from bspcrawl.messages import FetchResult, Link
+from bspcrawl.partition import links_to_arrays
 from bspcrawl.settings import Settings
 
 UNPACED = {"politeness_min_host_delay": 0.0, "politeness_response_factor": 0.0}
@@ -178,3 +179,16 @@ def test_an_incremental_snapshot_writes_only_the_hosts_changed_since_the_full_on
     assert not g.hosts["a.test:80"].rules.allowed("http://a.test/x")
     assert g.hosts["b.test:80"].rules.allowed("http://b.test/x")
     assert g.waiting_links() == f.waiting_links()
+
+
+def test_a_checkpoint_of_before_the_backlog_resumes_with_every_url_it_held(tmp_path):
+    f, states = frontier_at(tmp_path / "new", 8, {7: True})
+    new = states[7]
+    waiting = f.waiting_links()
+    old = {k: v for k, v in new.items()  # the columns of a checkpoint before the backlog:
+           if not k.startswith(("backlog_", "journal_", "q_")) and k not in ("queued", "wall")}
+    old.update(links_to_arrays(list(waiting.values())))  # every URL waiting, as links
+    g = resumed(tmp_path / "old", old)
+    assert g.waiting_links() == waiting
+    assert np.array_equal(g.seen.to_array(), f.seen.to_array())
+    assert sorted(g.hosts) == sorted(f.hosts)
