@@ -14,6 +14,14 @@ checkpoint of K is
   the previous complete checkpoint, the settings and the seeds. Only a checkpoint named
   there counts.
 
+A checkpoint is *full* or *incremental* (issue 16, part 4): an incremental rank file has no
+``seen`` array and only the hosts changed since its *base*, the full checkpoint it builds
+on (``attrs["base"]``), and names the end of the rank's seen-set journal (``journal.py``);
+both kinds name the backlog's segment files (``backlog.py``) instead of copying the
+waiting URLs. :func:`read` gives an incremental state its base's columns
+(:func:`with_base`). The crawl keeps the files
+of the last two complete checkpoints and of their bases (``superstep.py``).
+
 A crash at any point leaves the previous complete checkpoint usable: its files are deleted
 only after a newer one is complete. Resuming from K deletes the index segments sealed after
 K, so no page, doc id or posting is committed twice, and the pages committed after K are
@@ -30,6 +38,8 @@ from typing import Any
 import h5py
 import numpy as np
 
+from bspcrawl import backlog, journal
+from bspcrawl.index.output import FRONTIER_DIR
 from bspcrawl.index.store import write_atomically
 
 CHECKPOINT_DIR = "checkpoint"
@@ -111,7 +121,39 @@ def latest(out: Path) -> dict[str, Any]:
 
 
 def read(out: Path, rank: int, superstep: int) -> tuple[dict[str, np.ndarray], dict]:
-    """One rank's state of ``superstep``: (arrays, attrs), or CheckpointError."""
+    """One rank's state of ``superstep``: (arrays, attrs), or CheckpointError. An
+    incremental state gets the ``seen`` array of its base, the full checkpoint it builds
+    on (``attrs["base"]``)."""
+    arrays, attrs = _read(out, rank, superstep)
+    base = attrs.get("base", superstep)
+    if "seen" not in arrays and base != superstep:
+        arrays = with_base(arrays, _read(out, rank, base)[0])
+    if "journal_end" in arrays:
+        where = frontier_dir(out, rank)
+        needed = backlog.files_of(arrays) | journal.files_of(
+            tuple(arrays["journal_base"].tolist()), tuple(arrays["journal_end"].tolist()))
+        missing = sorted(name for name in needed if not (where / name).is_file())
+        if missing:
+            raise CheckpointError(f"checkpoint file {rank_file(out, rank, superstep)} "
+                                  f"refers to {where / missing[0]}, which is missing")
+    return arrays, attrs
+
+
+def frontier_dir(out: Path, rank: int) -> Path:
+    """``DIR/frontier/rank-NNNN``: a rank's backlog and journal, which checkpoints name."""
+    return out / FRONTIER_DIR / f"rank-{rank:04d}"
+
+
+def with_base(arrays: dict[str, np.ndarray], base: dict[str, np.ndarray]
+              ) -> dict[str, np.ndarray]:
+    """An incremental state completed by its base's: the base's ``seen`` array, and every
+    other column of the base as ``base_NAME`` (the hosts not changed since, for one)."""
+    return {**arrays, "seen": base["seen"],
+            **{f"base_{name}": values for name, values in base.items() if name != "seen"}}
+
+
+def _read(out: Path, rank: int, superstep: int) -> tuple[dict[str, np.ndarray], dict]:
+    """The datasets of one rank file, and its attrs."""
     path = rank_file(out, rank, superstep)
     try:
         with h5py.File(path, "r") as f:

@@ -10,13 +10,22 @@ hash % P the number of hosts per rank varies too, and on a web of few hosts of u
 sizes that variance decided the balance: 20,000 pages on 2,000 testweb hosts gave a load
 balance (mean / max pages per rank) of 0.87-0.89 at P = 8 by hash, 0.93-0.95 dealt.
 
-A link to a host no rank has seen yet is *held* by the rank that found it for one
-superstep: its host hash and its registered domain's are announced at that superstep's
-sync (an ``Iallgatherv``, ``bsp.announce``, only when some rank has new hosts), every
-rank deals the announced hosts the same way (refusing those past their domain's cap,
-``crawl_max_domain_hosts``), and the link is sent the superstep after. The directory
-costs a dict entry and 8 bytes per host on every rank (about 110 bytes: 10^6 hosts,
-110 MB per rank), and a dict entry per registered domain.
+Only the first ``deal`` hosts are dealt (``DEAL`` = 2^16 by default): past them the
+directory is *full*, and a new host's owner is its host hash mod P, known to every rank
+without a word (issue 16, part 3). So the directory every rank holds stays bounded
+(about 110 bytes a host dealt: 7 MB at 2^16), whatever the number of hosts, while a small
+web keeps the balance of dealing; on a large one, hashing 10^5+ hosts evens the number
+per rank out by itself (its spread is ~sqrt(H/P)). The registered-domain cap on hosts
+(``crawl_max_domain_hosts``) counts the dealt hosts; past the limit a domain's hosts are
+bounded by its page budget (``budgets.py``) only.
+
+A link to a host no rank has seen yet (the directory not full) is *held* by the rank
+that found it for one superstep: its host hash and its registered domain's are announced
+at that superstep's sync (an ``Iallgatherv``, ``bsp.announce``, only when some rank has
+new hosts), every rank deals the announced hosts the same way (refusing those past their
+domain's cap, ``crawl_max_domain_hosts``), and the link is sent the superstep after. The
+directory costs a dict entry and 8 bytes per host dealt on every rank (about 110 bytes:
+7 MB at 2^16 hosts), and a dict entry per registered domain of those.
 
 A batch is the UTF-8 text of one record per line, ``depth hops url`` or ``depth hops url
 anchor``; a WHATWG-serialised URL holds no space or newline, and anchor text (at most
@@ -35,6 +44,9 @@ import numpy as np
 from bspcrawl.messages import Link
 from bspcrawl.urls import domain_hash, host_hash, host_key
 
+DEAL = 1 << 16
+"""Hosts a :class:`Directory` deals before it hashes the next ones."""
+
 
 class Directory:
     """Host hash -> owner rank, identical on every rank that made the same calls.
@@ -50,9 +62,10 @@ class Directory:
     the same hosts, since all deal the same hosts in the same order.
     """
 
-    def __init__(self, size: int, max_domain_hosts: int = 0) -> None:
+    def __init__(self, size: int, max_domain_hosts: int = 0, deal: int = DEAL) -> None:
         self.size = size
         self.max_domain_hosts = max_domain_hosts
+        self.deal = deal  # hosts dealt at most; the next ones are hashed
         self.owners: dict[int, int] = {}  # host hash -> rank or REFUSED, in the order assigned
         self.host_domains = array("q")  # the domain hash of each host, in owners' order
         self.domains: dict[int, int] = {}  # domain hash -> hosts dealt
@@ -65,6 +78,8 @@ class Directory:
         for h, d in sorted(dict(hosts).items()):
             if h in owners:
                 continue
+            if self.full:
+                break
             self.host_domains.append(d)
             n = self.domains.get(d, 0)
             if cap and n >= cap:
@@ -79,14 +94,23 @@ class Directory:
         is not assigned yet."""
         return self.rank_of(host_key(url))
 
+    @property
+    def full(self) -> bool:
+        """Are new hosts hashed (``deal`` hosts assigned)?"""
+        return len(self.owners) >= self.deal
+
     def rank_of(self, key: str) -> int | None:
         """The rank that owns the host ``key`` ("host:port"), :data:`REFUSED`, or None."""
-        return self.owners.get(host_hash(key))
+        return self.owner_of(host_hash(key))
+
+    def owner_of(self, h: int) -> int | None:
+        """The rank that owns the host of hash ``h``, :data:`REFUSED`, or None."""
+        rank = self.owners.get(h)
+        return h % self.size if rank is None and self.full else rank
 
     def owns(self, rank: int) -> Callable[[int], bool]:
         """A test of host hashes: does ``rank`` own that host?"""
-        owners = self.owners
-        return lambda h: owners.get(h) == rank
+        return lambda h: self.owner_of(h) == rank
 
     def bucket(self, links: list[Link]) -> tuple[list[list[Link]], list[Link], int]:
         """Split links into one outbox per rank, keeping their order; the links held back
@@ -95,9 +119,9 @@ class Directory:
         boxes: list[list[Link]] = [[] for _ in range(self.size)]
         held: list[Link] = []
         refused = 0
-        owners = self.owners
+        owner = self.owner_of
         for link in links:
-            rank = owners.get(host_hash(host_key(link.url)))
+            rank = owner(host_hash(host_key(link.url)))
             if rank is None:
                 held.append(link)
             elif rank == REFUSED:
@@ -114,11 +138,12 @@ class Directory:
 
     @classmethod
     def restore(cls, arrays: dict[str, np.ndarray], size: int,
-                max_domain_hosts: int = 0) -> Directory:
+                max_domain_hosts: int = 0, deal: int = DEAL) -> Directory:
         """The directory of :meth:`snapshot`'s hosts dealt again to ``size`` ranks, in the
-        same order (the same owners when ``size`` and the cap are unchanged). A checkpoint
-        without domains (older than the cap) counts each host as its own domain."""
-        directory = cls(size, max_domain_hosts)
+        same order (the same owners when ``size`` and the cap are unchanged); the hashed
+        ones are hashed again. A checkpoint without domains (older than the cap) counts
+        each host as its own domain."""
+        directory = cls(size, max_domain_hosts, deal)
         hosts = arrays["directory"].tolist()
         domains = arrays["directory_domain"].tolist() if "directory_domain" in arrays \
             else hosts

@@ -184,6 +184,11 @@ class SeenSet:
         """Add the fingerprints; a bool per fingerprint: was it new? Of a fingerprint
         repeated in the batch only the first is new. Amortised O(b log n)."""
         keys = _keys(fps)
+        if not self._len and len(keys) and _increasing(keys):  # a checkpoint's keys
+            self._delta, self._len = np.array(keys), len(keys)  # into an empty set
+            if self._len > self._delta_limit():
+                self._flush()
+            return np.ones(len(keys), dtype=bool)
         unique, first = np.unique(keys, return_index=True)
         fresh = ~self.contains_batch(unique)
         new = np.zeros(len(keys), dtype=bool)

@@ -86,6 +86,10 @@ class Settings:
     queue_seen_memory: int = _opt(512 * 1024 * 1024, "RAM for the seen set (8 bytes per URL; "
                                   "512 MiB: 67 M URLs) before its sorted shards spill to "
                                   "DIR/seen/rank-NNNN (0: all of them)", "bytes")
+    queue_memory_budget: int = _opt(64 * 1024 * 1024, "RAM for the records of the URLs "
+                                    "waiting in the frontier (~50 bytes + the URL each) "
+                                    "before they go to segment files in "
+                                    "DIR/frontier/rank-NNNN (0: all of them)", "bytes")
 
     url_max_length: int = _opt(2048, "ignore URLs longer than this", "characters")
     url_strip_params: str = _opt(TRACKING_PARAMS, "regex of query/path parameter names left "
@@ -108,6 +112,9 @@ class Settings:
                                        "registered domain, counted as they arrive (0: no limit)")
     crawl_max_domain_hosts: int = _opt(10_000, "take URLs of at most this many hosts of one "
                                        "registered domain (a subdomain flood; 0: no limit)")
+    crawl_deal_hosts: int = _opt(1 << 16, "deal this many hosts to the ranks round-robin "
+                                 "(even load on small webs; every rank holds their list), "
+                                 "then own a new host by its hash mod P")
     crawl_max_seconds: float = _opt(0.0, "stop after this wall time (0: no limit)", "s")
     crawl_max_depth: int = _opt(50, "ignore links more than this many links from a seed (a "
                                 "shallow trap such as an endless calendar; 0: no limit)")
@@ -148,7 +155,8 @@ class Settings:
                         "crawl_max_host_pages", "crawl_max_seconds", "crawl_max_depth",
                         "url_max_segments", "url_max_repeats", "crawl_max_outlinks",
                         "crawl_max_page_hosts", "crawl_max_domain_hosts", "crawl_max_domain_pages",
-                        "crawl_revisit_after", "queue_seen_memory",
+                        "crawl_revisit_after", "queue_seen_memory", "queue_memory_budget",
+                        "crawl_deal_hosts",
                         "checkpoint_every")
         for name in positive:
             if not getattr(self, name) > 0:
@@ -194,7 +202,7 @@ _SHORT = {"fetch_workers": "workers", "fetch_allow_net": "allow-net",
           "crawl_max_host_pages": "max-host-pages", "crawl_revisit_after": "revisit-after",
           "crawl_max_domain_hosts": "max-domain-hosts",
           "crawl_max_domain_pages": "max-domain-pages",
-          "index_no_warc": "no-warc"}
+          "index_no_warc": "no-warc", "queue_memory_budget": "memory-budget"}
 
 
 # Old names that still work, with a one-line note: setting -> its new name.

@@ -91,6 +91,21 @@ class Resume:
 
 
 @dataclass
+class Kept:
+    """What a kept checkpoint needs of a rank: its base (the full checkpoint it builds on),
+    the backlog and journal files it names, and its journal base mark."""
+
+    base: int
+    files: set[str]
+    journal_base: tuple[int, int]
+
+    @classmethod
+    def of(cls, frontier: Frontier, arrays: dict[str, np.ndarray], base: int) -> Kept:
+        """The needs of the checkpoint whose frontier columns are ``arrays``."""
+        return cls(base, frontier.files(arrays), tuple(arrays["journal_base"].tolist()))
+
+
+@dataclass
 class Outbox:
     """send_messages' product: the URL batches by rank and the hosts announced."""
 
@@ -110,14 +125,16 @@ class Crawl:
         self.status = status  # rank 0's live status page (browse/status.py), handed g
         self.stats = Stats()
         self.frontier = Frontier(settings, self.stats, ranks=self.size,
-                                 seen_dir=out / SEEN_DIR / f"rank-{self.rank:04d}")
+                                 seen_dir=out / SEEN_DIR / f"rank-{self.rank:04d}",
+                                 backlog_dir=checkpoint.frontier_dir(out, self.rank))
         self.window = Window(settings.fetch_workers)
         at = resume.superstep if resume else None
         self.archive = Archive(out, self.rank, warc=not settings.index_no_warc,
                                revisits=bool(settings.recrawl or settings.crawl_revisit_after))
         self.store = RankStore(out, self.rank, self.size, settings.to_dict(),
                                settings.index_flush_pages, resume_at=at, archive=self.archive)
-        self.directory = Directory(self.size, settings.crawl_max_domain_hosts)
+        self.directory = Directory(self.size, settings.crawl_max_domain_hosts,
+                                   settings.crawl_deal_hosts)
         self.directory.assign(host_pair(host_key(u)) for u in seeds)  # every rank deals them alike
         if settings.recrawl and resume is None:  # its history keeps host hashes only: a
             # host of the previous crawl counts as a domain of its own
@@ -128,6 +145,7 @@ class Crawl:
         self.held: list[Link] = []  # links to hosts not dealt yet, sent next superstep
         self.superstep = 0
         self.last_checkpoint: int | None = None
+        self.kept: dict[int, Kept] = {}  # the checkpoints kept (the last two complete)
         self.stop_requested = ""
         self.next_stop_check = 0.0
         if resume:
@@ -247,21 +265,34 @@ class Crawl:
         marks the checkpoint complete once every rank has written it."""
         self._fault(k, "before")
         self.store.seal(k)
-        arrays = self.frontier.snapshot(self.scheduler.unfinished())
+        arrays = self.frontier.snapshot(self.scheduler.unfinished(), full=None)
+        last = self.kept.get(self.last_checkpoint)  # type: ignore[arg-type]
+        base = k if "seen" in arrays or last is None else last.base
         arrays.update(links_to_arrays(self.inbox, "inbox_"))
         arrays.update(links_to_arrays(self.held, "held_"))
         arrays.update(self.directory.snapshot())
         checkpoint.write(self.out, self.rank, k, arrays, {
-            "next_seq": self.window.next_seq, "counters": self.stats.totals()})
+            "next_seq": self.window.next_seq, "counters": self.stats.totals(), "base": base})
         self._fault(k, "during")
         bsp.barrier(self.comm)
         if self.rank == 0:
             checkpoint.mark_complete(self.out, k, self.size, {
                 "settings": self.settings.to_dict(), "seeds": self.seeds})
         bsp.barrier(self.comm)
-        checkpoint.prune(self.out, self.rank, {k, self.last_checkpoint})
+        self.kept = {step: kept for step, kept in self.kept.items()
+                     if step == self.last_checkpoint}
+        self.kept[k] = Kept.of(self.frontier, arrays, base)
+        self._keep()
         self.last_checkpoint = k
         self._fault(k, "after")
+
+    def _keep(self) -> None:
+        """Delete the checkpoint files, backlog segments and journal segments that the
+        kept checkpoints (the last two complete ones) do not need."""
+        kept = self.kept.values()
+        checkpoint.prune(self.out, self.rank, {*self.kept, *(x.base for x in kept)})
+        self.frontier.pin(set().union(*(x.files for x in kept)),
+                          min(x.journal_base for x in kept))
 
     def _restore(self, resume: Resume) -> None:
         """Continue from a checkpoint; with another P, take this rank's share of them all."""
@@ -269,8 +300,17 @@ class Crawl:
         mine = [resume.states[self.rank]] if same else resume.states
         arrays = [a for a, _ in mine]
         self.directory = Directory.restore(arrays[0], self.size,
-                                           self.settings.crawl_max_domain_hosts)
-        self.frontier.restore(arrays, self.rank, self.directory)
+                                           self.settings.crawl_max_domain_hosts,
+                                           self.settings.crawl_deal_hosts)
+        ranks = [self.rank] if same else range(len(resume.states))
+        self.frontier.restore(arrays, self.rank, self.directory,
+                              [checkpoint.frontier_dir(self.out, r) for r in ranks])
+        if self.rank < len(resume.states) and "journal_end" in resume.states[self.rank][0]:
+            own, attrs = resume.states[self.rank]
+            kept = Kept.of(self.frontier, own, attrs.get("base", resume.superstep))
+            self.kept = {resume.superstep: kept}
+            self.frontier.backlog.pin(kept.files)  # a kill before the next checkpoint
+            # resumes from this one again
         self.inbox = []
         for name in ("inbox", "held"):  # with another P, held links go to their owners
             links = [x for a in arrays for x in links_from_arrays(a, f"{name}_")]

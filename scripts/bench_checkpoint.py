@@ -1,9 +1,11 @@
 """Cost of a checkpoint and of a resume, per million seen URLs.
 
 Builds one rank's frontier as a crawl leaves it (``--seen`` URLs seen over ``--hosts``
-hosts, a fraction still waiting in the CBT and the hosts' queues, robots.txt known for
-every host), then times ``Frontier.snapshot`` + ``checkpoint.write`` (the checkpoint), and
-``checkpoint.read`` + ``Frontier.restore`` (the resume), and reports the file's bytes.
+hosts, a fraction still waiting in its backlog, robots.txt known for every host), then
+times a full ``Frontier.snapshot`` + ``checkpoint.write`` (the checkpoint), and
+``checkpoint.read`` + ``Frontier.restore`` (the resume), and reports the bytes written
+(the rank file and the backlog's tails). ``scripts/bench_scale.py`` measures incremental
+checkpoints on top of a full one.
 Writes results/bench_checkpoint.json and prints a markdown table.
 
     python scripts/bench_checkpoint.py --seen 1000000 --waiting 0.3
@@ -22,16 +24,17 @@ import numpy as np
 from bspcrawl import checkpoint
 from bspcrawl.frontier import Frontier, Host
 from bspcrawl.messages import FetchJob, FetchResult, Link
-from bspcrawl.partition import Directory
+from bspcrawl.partition import Directory, host_pair
 from bspcrawl.settings import Settings
-from bspcrawl.urls import host_hash
 
 ROBOTS = b"User-agent: *\nDisallow: /private/\nCrawl-delay: 1\n"
 
 
-def build(seen: int, hosts: int, waiting: float) -> Frontier:
-    """A frontier with ``seen`` URLs seen, ``waiting`` of them not yet fetched."""
-    f = Frontier(Settings(politeness_min_host_delay=0.0, politeness_response_factor=0.0))
+def build(seen: int, hosts: int, waiting: float, out: Path) -> Frontier:
+    """A frontier with ``seen`` URLs seen, ``waiting`` of them not yet fetched, its backlog
+    in ``out``'s frontier directory."""
+    f = Frontier(Settings(politeness_min_host_delay=0.0, politeness_response_factor=0.0),
+                 backlog_dir=checkpoint.frontier_dir(out, 0))
     rng = np.random.default_rng(1)
     host_of = rng.integers(0, hosts, seen)
     batch = 100_000
@@ -41,9 +44,8 @@ def build(seen: int, hosts: int, waiting: float) -> Frontier:
                                  host_of[start:start + batch].tolist(), strict=True)]
         f.receive(links)
     done = int(len(f) * (1 - waiting))
-    ids, _ = f.cbt.extract_many(done)  # as if fetched: gone from the CBT, still seen
-    for fp in ids.tolist():
-        del f.links[fp]
+    for prio, n in f.backlog.waiting().items():  # as if fetched: gone, still seen
+        done -= len(f.backlog.take(prio, min(n, done)))
     for h in range(hosts):
         key = f"host{h}.example.org:80"
         job = FetchJob(0, 0, f"http://{key[:-3]}/robots.txt", key, robotstxt=True)
@@ -59,20 +61,21 @@ def main() -> None:
     p.add_argument("--waiting", type=float, default=0.3, help="fraction not yet fetched")
     p.add_argument("--out", type=Path, default=Path("results/bench_checkpoint.json"))
     args = p.parse_args()
-    frontier = build(args.seen, args.hosts, args.waiting)
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
+        frontier = build(args.seen, args.hosts, args.waiting, out)
+        before = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
         t0 = time.perf_counter()
         arrays = frontier.snapshot([])
         t1 = time.perf_counter()
         checkpoint.write(out, 0, 1, arrays, {"next_seq": 0})
         t2 = time.perf_counter()
-        size = checkpoint.rank_file(out, 0, 1).stat().st_size
+        size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) - before
         state = checkpoint.read(out, 0, 1)
         t3 = time.perf_counter()
-        again = Frontier(frontier.settings)
+        again = Frontier(frontier.settings, backlog_dir=checkpoint.frontier_dir(out, 0))
         directory = Directory(1)
-        directory.assign(host_hash(key) for key in frontier.hosts)
+        directory.assign(host_pair(key) for key in frontier.hosts)
         again.restore([state[0]], 0, directory)
         t4 = time.perf_counter()
     assert len(again) == len(frontier)

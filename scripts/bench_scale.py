@@ -9,9 +9,12 @@ each superstep the rank schedules and commits (``next_jobs`` + ``done``, robots.
 
 Every ``N`` runs in a fresh process (peak RSS is per process), in one of two modes:
 
-- ``frontier``: a real :class:`~bspcrawl.frontier.Frontier` (seen set, CBT, links waiting,
-  host state, budgets); then a checkpoint of it as ``superstep.py`` writes it
-  (``snapshot`` + ``checkpoint.write``);
+- ``frontier``: a real :class:`~bspcrawl.frontier.Frontier` (seen set, backlog and CBT,
+  host state, budgets; its backlog and journal in a temporary directory); then a full
+  checkpoint of it as ``superstep.py`` writes it (``snapshot`` + ``checkpoint.write``);
+  then ``--more`` (default ``N / 10``) more new URLs, received, scheduled and committed the
+  same way, and an incremental checkpoint on top of the full one; then a resume from it
+  in the same process (``checkpoint.read`` of the chain + a new frontier's ``restore``);
 - ``seen``: the seen set alone, fed the stream's fingerprints (a 64-bit mix of the URL's
   number, uniform like xxh3's), the unseen ones added as ``Frontier.receive`` does;
   then a checkpoint of its array alone.
@@ -21,7 +24,8 @@ and with either seen set: ``array`` (``bspcrawl.seen.SeenSet``) or ``python`` (t
 unique URL (peak RSS less that of the same run at ``N`` = 1000, over ``N``); the seen
 set's own bytes per URL (its arrays; for ``python`` the set and its int objects); links per
 second through the seen test alone (``contains_batch`` + ``add_batch``, timed apart from
-the rest); checkpoint time and size. Writes results/bench_scale.json and prints a table.
+the rest); checkpoint time and size; in frontier mode, the incremental checkpoint's time
+and size and the resume's time. Writes results/bench_scale.json and prints a table.
 
     python scripts/bench_scale.py --urls 1000000 10000000
     python scripts/bench_scale.py --urls 10000000 100000000 --mode seen --seen array
@@ -30,13 +34,14 @@ the rest); checkpoint time and size. Writes results/bench_scale.json and prints 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import resource
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -110,7 +115,7 @@ def mix(i: np.ndarray) -> np.ndarray:
     return z ^ (z >> np.uint64(31))
 
 
-def stream(n: int, batch: int, seed: int = 1):
+def stream(n: int, batch: int, seed: int = 1) -> Iterator[np.ndarray]:
     """The URL numbers of each superstep's links: ``batch / 5`` new, the rest repeats."""
     rng = np.random.default_rng(seed)
     new = max(1, batch // MET)
@@ -141,50 +146,89 @@ def run_seen(n: int, kind: str, batch: int) -> dict:
         seen.add_batch(fps[~known])
         links += len(numbers)
     assert len(seen) == n
-    return {"links": links, "seen_s": seen.seconds, "seen_bytes": seen.ram_bytes,
-            **timed_checkpoint(lambda: {"seen": seen.to_array()})}
+    with tempfile.TemporaryDirectory() as tmp:
+        return {"links": links, "seen_s": seen.seconds, "seen_bytes": seen.ram_bytes,
+                **timed_checkpoint(lambda: {"seen": seen.to_array()}, Path(tmp), 1)}
 
 
-def run_frontier(n: int, hosts: int, kind: str, batch: int) -> dict:
-    """A real frontier: receive, schedule and commit half, checkpoint."""
+class OwnsAll:
+    """The host directory of one rank: every host is rank 0's."""
+
+    @staticmethod
+    def rank_of(key: str) -> int:
+        return 0
+
+    owner = rank_of
+
+
+def run_frontier(n: int, hosts: int, kind: str, batch: int, more: int, tmp: Path) -> dict:
+    """A real frontier: receive, schedule and commit half; a full checkpoint; ``more``
+    URLs; an incremental checkpoint; a resume from it."""
     settings = Settings(politeness_min_host_delay=0.0, politeness_response_factor=0.0,
                         crawl_max_host_pages=0, crawl_max_domain_pages=0,
                         queue_batch=4096).validate()
-    f = Frontier(settings)
+    f = Frontier(settings, backlog_dir=checkpoint.frontier_dir(tmp, 0))
     f.seen = seen = Timed(make_seen(kind))
-    links = committed = seq = 0
-    receive_s = schedule_s = 0.0
-    for numbers in stream(n, batch):
-        t = time.perf_counter()
+    t = {"receive": 0.0, "schedule": 0.0, "links": 0, "committed": 0, "seq": 0}
+
+    def superstep(numbers: np.ndarray) -> None:
+        t0 = time.perf_counter()
         f.receive([Link(f"http://h{h}.example/p/{i}", 1) for i, h in
                    zip(numbers.tolist(), host_of(numbers, hosts).tolist(), strict=True)])
         t1 = time.perf_counter()
-        links += len(numbers)
-        while committed < int(numbers.max(initial=0) + 1) // 2:
-            jobs = f.next_jobs(seq)
-            seq += 1
+        t["links"] += len(numbers)
+        while t["committed"] < int(numbers.max(initial=0) + 1) // 2:
+            jobs = f.next_jobs(t["seq"])
+            t["seq"] += 1
             for job in jobs:
-                committed += f.done(FetchResult(job, status=404 if job.robotstxt else 200))
+                t["committed"] += f.done(FetchResult(job, status=404 if job.robotstxt
+                                                     else 200))
             if not jobs:
                 break
-        schedule_s += time.perf_counter() - t1
-        receive_s += t1 - t
+        t["schedule"] += time.perf_counter() - t1
+        t["receive"] += t1 - t0
+
+    batches = stream(n + more, batch)
+    for numbers in itertools.islice(batches, -(-n // max(1, batch // MET))):
+        superstep(numbers)
     assert len(seen) == n and f.stats["frontier/new"] == n
-    return {"links": links, "seen_s": seen.seconds, "receive_s": receive_s,
-            "schedule_s": schedule_s, "seen_bytes": seen.ram_bytes, "waiting": len(f),
-            "committed": committed, "hosts_known": len(f.hosts),
-            **timed_checkpoint(lambda: f.snapshot([]))}
+    row = {"links": t["links"], "seen_s": seen.seconds, "receive_s": t["receive"],
+           "schedule_s": t["schedule"], "seen_bytes": seen.ram_bytes, "waiting": len(f),
+           "committed": t["committed"], "hosts_known": len(f.hosts),
+           **timed_checkpoint(lambda: f.snapshot([]), tmp, 1)}
+    if not more:
+        return row
+    for numbers in batches:
+        superstep(numbers)
+    assert len(seen) == n + more
+    incremental = timed_checkpoint(lambda: f.snapshot([], full=False), tmp, 2, base=1)
+    t0 = time.perf_counter()
+    arrays, _ = checkpoint.read(tmp, 0, 2)
+    g = Frontier(settings, backlog_dir=checkpoint.frontier_dir(tmp, 0))
+    g.restore([arrays], 0, OwnsAll())  # type: ignore[arg-type]
+    resume_s = time.perf_counter() - t0
+    assert len(g.seen) == n + more and len(g) == len(f)
+    return {**row, "more": more, "incr_checkpoint_s": incremental["checkpoint_s"],
+            "incr_checkpoint_bytes": incremental["checkpoint_bytes"], "resume_s": resume_s}
 
 
-def timed_checkpoint(snapshot: Callable[[], dict[str, np.ndarray]]) -> dict:
-    """Seconds to take the snapshot and write it as a checkpoint rank file, and its bytes."""
+def timed_checkpoint(snapshot: Callable[[], dict[str, np.ndarray]], out: Path,
+                     superstep: int, base: int | None = None) -> dict:
+    """Seconds to take the snapshot and write it as checkpoint ``superstep`` (of ``base``),
+    and its bytes: the rank file's and the backlog and journal bytes written for it."""
     before = peak_rss()
-    with tempfile.TemporaryDirectory() as tmp:
-        t = time.perf_counter()
-        checkpoint.write(Path(tmp), 0, 1, snapshot(), {"next_seq": 0})
-        seconds = time.perf_counter() - t
-        size = checkpoint.rank_file(Path(tmp), 0, 1).stat().st_size
-    return {"checkpoint_s": seconds, "checkpoint_bytes": size, "peak_rss_crawl": before}
+    disk = disk_bytes(out)
+    t = time.perf_counter()
+    checkpoint.write(out, 0, superstep, snapshot(),
+                     {"next_seq": 0, "base": superstep if base is None else base})
+    seconds = time.perf_counter() - t
+    return {"checkpoint_s": seconds, "checkpoint_bytes": disk_bytes(out) - disk,
+            "peak_rss_crawl": before}
+
+
+def disk_bytes(out: Path) -> int:
+    """Bytes of every file under ``out``."""
+    return sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
 
 
 def peak_rss() -> int:
@@ -199,7 +243,9 @@ def child(args: argparse.Namespace) -> None:
     if args.mode == "seen":
         row = run_seen(n, args.seen, args.batch)
     else:
-        row = run_frontier(n, hosts, args.seen, args.batch)
+        more = n // 10 if args.more < 0 else args.more
+        with tempfile.TemporaryDirectory(dir=args.tmp) as tmp:
+            row = run_frontier(n, hosts, args.seen, args.batch, more, Path(tmp))
     row.update(mode=args.mode, seen=args.seen, urls=n, hosts=hosts, batch=args.batch,
                wall_s=time.perf_counter() - t,
                peak_rss=peak_rss())
@@ -208,7 +254,9 @@ def child(args: argparse.Namespace) -> None:
 
 def spawn(n: int, args: argparse.Namespace, kind: str) -> dict:
     cmd = [sys.executable, __file__, "--child", str(n), "--mode", args.mode, "--seen", kind,
-           "--batch", str(args.batch)]
+           "--batch", str(args.batch), "--more", str(0 if n == BASELINE else args.more)]
+    if args.tmp:
+        cmd += ["--tmp", args.tmp]
     if args.hosts:
         cmd += ["--hosts", str(args.hosts)]
     done = subprocess.run(cmd, capture_output=True, text=True, check=True)
@@ -222,6 +270,10 @@ def main() -> None:
     p.add_argument("--mode", choices=["frontier", "seen"], default="frontier")
     p.add_argument("--seen", choices=["array", "python", "both"], default="both")
     p.add_argument("--batch", type=int, default=50_000, help="links per superstep")
+    p.add_argument("--more", type=int, default=-1, help="URLs after the full checkpoint, "
+                   "before the incremental one (default N / 10; frontier mode)")
+    p.add_argument("--tmp", default=None, help="directory for the backlog and checkpoints "
+                   "(default: the system's temporary directory)")
     p.add_argument("--out", type=Path, default=Path("results/bench_scale.json"))
     p.add_argument("--child", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args()
@@ -250,6 +302,20 @@ def main() -> None:
               f"| {r['bytes_per_url_checkpoint']:.1f} | {r['seen_bytes'] / r['urls']:.1f} "
               f"| {r['links'] / r['seen_s'] / 1e6:.2f} | {r['checkpoint_s']:.2f} "
               f"| {r['checkpoint_bytes'] / 1e6:.0f} | {r['wall_s']:.0f} |")
+    for a, b in itertools.pairwise(rows):
+        if a["seen"] == b["seen"] and b["urls"] > a["urls"]:
+            growth = (b["peak_rss_crawl"] - a["peak_rss_crawl"]) / (b["urls"] - a["urls"])
+            print(f"\n{a['seen']}: peak RSS grows by {growth:.1f} B per unique URL from N = "
+                  f"{a['urls']:,} to {b['urls']:,}")
+    more = [r for r in rows if r.get("more")]
+    if more:
+        print("\n| seen set | N | then more URLs | incremental checkpoint s | its MB "
+              "| resume s |")
+        print("| --- | --- | --- | --- | --- | --- |")
+        for r in more:
+            print(f"| {r['seen']} | {r['urls']:,} | {r['more']:,} "
+                  f"| {r['incr_checkpoint_s']:.2f} | {r['incr_checkpoint_bytes'] / 1e6:.0f} "
+                  f"| {r['resume_s']:.2f} |")
 
 
 if __name__ == "__main__":

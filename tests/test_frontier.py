@@ -13,8 +13,9 @@ from bspcrawl.urls import TRACKING_PARAMS, strip_params
 UNPACED = {"politeness_min_host_delay": 0.0, "politeness_response_factor": 0.0}
 
 
-def frontier(**kw):
-    return Frontier(Settings(**{**UNPACED, **kw}).validate(), clock=lambda: 0.0)
+def frontier(backlog_dir=None, **kw):
+    return Frontier(Settings(**{**UNPACED, **kw}).validate(), clock=lambda: 0.0,
+                    backlog_dir=backlog_dir)
 
 
 def answer(f, jobs, status=200, body=b"", **extra):
@@ -118,11 +119,11 @@ def test_filters_length_blacklist_depth_and_host_cap():
 
 
 def test_host_budget_survives_a_checkpoint(tmp_path):
-    f = frontier(crawl_max_host_pages=2)
+    f = frontier(tmp_path, crawl_max_host_pages=2)
     f.receive([Link("http://a.test/0"), Link("http://a.test/1")])
     directory = Directory(1)
     directory.assign([host_pair("a.test:80")])
-    g = frontier(crawl_max_host_pages=2)
+    g = frontier(tmp_path, crawl_max_host_pages=2)
     g.restore([f.snapshot([])], 0, directory)
     assert g.receive([Link("http://a.test/2")]) == 0 and g.stats["frontier/host_cap"] == 1
 
@@ -151,7 +152,7 @@ def test_strip_params_keeps_everything_else():
 def test_a_robots_txt_of_any_bytes_survives_a_checkpoint(tmp_path):
     # regression (issue 14): a robots.txt in UTF-16 (NUL bytes) made the checkpoint raise
     # in h5py (variable-length strings cannot hold NUL): the crawl died, and its resume too
-    f = frontier()
+    f = frontier(tmp_path)
     f.receive([Link("http://a.test/x"), Link("http://a.test/ok"), Link("http://b.test/y"),
                Link("http://b.test/deep", 40_000, 3)])  # depth past int16 (issue 14)
     utf16 = "User-agent: *\nDisallow: /x\n".encode("utf-16")
@@ -163,15 +164,15 @@ def test_a_robots_txt_of_any_bytes_survives_a_checkpoint(tmp_path):
     arrays, _ = checkpoint.read(tmp_path, 0, 5)
     directory = Directory(1)
     directory.assign(host_pair(k) for k in f.hosts)
-    g = frontier()
+    g = frontier(tmp_path)
     g.restore([arrays], 0, directory)
     assert {k: h.robots_txt for k, h in g.hosts.items()} == {
         k: h.robots_txt for k, h in f.hosts.items()}
     for key in f.hosts:  # the same rules, whatever bytes the robots.txt held
         assert [g.hosts[key].rules.allowed(f"http://{key}/{p}") for p in ("x", "ok")] == [
             f.hosts[key].rules.allowed(f"http://{key}/{p}") for p in ("x", "ok")]
-    assert sorted((x.url, x.depth, x.hops) for x in g.links.values()) == sorted(
-        (x.url, x.depth, x.hops) for x in f.links.values())
+    assert sorted((x.url, x.depth, x.hops) for x in g.waiting_links().values()) == sorted(
+        (x.url, x.depth, x.hops) for x in f.waiting_links().values())
     g._check()
 
 
@@ -217,6 +218,6 @@ def test_a_url_twice_in_one_batch_is_taken_once_unless_the_first_was_filtered():
                      Link("http://a.test/x", depth=0), Link("http://a.test/y")])
     assert new == 2 and f.stats["frontier/too_deep"] == 1
     assert f.stats["frontier/duplicates"] == 1
-    assert f.links[int(f.fingerprints(["http://a.test/x"])[0])].depth == 1
+    assert f.waiting_links()[int(f.fingerprints(["http://a.test/x"])[0])].depth == 1
     assert f.receive([Link("http://a.test/y"), Link("http://a.test/x")]) == 0
     assert f.stats["frontier/duplicates"] == 3 and len(f.seen) == 2

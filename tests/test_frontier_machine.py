@@ -16,9 +16,14 @@ a host never has two jobs out.
 
 from __future__ import annotations
 
+import shutil
+import tempfile
+from pathlib import Path
+
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from bspcrawl import checkpoint
 from bspcrawl.counters import Stats
 from bspcrawl.frontier import Frontier
 from bspcrawl.messages import FetchJob, FetchResult, Link
@@ -65,8 +70,9 @@ ROBOTS = st.builds(robots_txt,
 
 
 class FrontierMachine(RuleBasedStateMachine):
-    @initialize(paced=st.booleans(), batch=st.integers(1, 6), workers=st.integers(1, 3))
-    def start(self, paced: bool, batch: int, workers: int) -> None:
+    @initialize(paced=st.booleans(), batch=st.integers(1, 6), workers=st.integers(1, 3),
+                budget=st.sampled_from([0, 64, 1 << 20]))
+    def start(self, paced: bool, batch: int, workers: int, budget: int) -> None:
         self.now = 100.0
         self.paced = paced
         self.settings = Settings(
@@ -75,9 +81,13 @@ class FrontierMachine(RuleBasedStateMachine):
             politeness_retries=RETRIES, politeness_max_backoff=MAX_BACKOFF,
             robotstxt_retries=RETRIES, robotstxt_ttl=TTL, crawl_max_depth=MAX_DEPTH,
             url_blacklist=[r"/logout$"], queue_batch=batch, fetch_workers=workers,
-            url_strip_params="").validate()
+            url_strip_params="", queue_memory_budget=budget).validate()
         self.stats = Stats()
-        self.frontier = Frontier(self.settings, self.stats, clock=lambda: self.now)
+        self.dir = Path(tempfile.mkdtemp(prefix="bspcrawl-machine-"))
+        self.frontier = Frontier(self.settings, self.stats, clock=lambda: self.now,
+                                 backlog_dir=self.dir)
+        self.full_state = None  # the last full snapshot
+        self.frontier.wall = lambda: self.now
         self.seq = 0
         self.restored_at = self.drained_at = 0  # seq of the last restore and drain
         self.restored_now = 0.0  # clock of the last restore
@@ -170,8 +180,9 @@ class FrontierMachine(RuleBasedStateMachine):
                 self.state[job.url] = "out"
             self.out.append(job)
         # the waiting URLs that left the frontier unscheduled were denied by robots.txt
+        waiting = f.waiting_links()
         gone = {u for u in waiting_before if self.state[u] == "waiting"
-                and self.fp[u] not in f.links}
+                and self.fp[u] not in waiting}
         for url in gone:
             rules = self.rules.get(host_key(url))
             assert rules is not None and not allowed(rules, url), f"{url} dropped"
@@ -214,15 +225,23 @@ class FrontierMachine(RuleBasedStateMachine):
         self.revisit_due[url] = self.now + after
 
     @precondition(lambda self: self.out and self.seq - self.restored_at >= 4)
-    @rule()
-    def checkpoint_and_restore(self) -> None:
+    @rule(full=st.booleans())
+    def checkpoint_and_restore(self, full: bool) -> None:
         """What a resumed crawl does: snapshot with the jobs out (the window is lost),
-        restore into a new frontier; pages out are to be fetched again, robots.txt too."""
+        restore into a new frontier; pages out are to be fetched again, robots.txt too.
+        An incremental snapshot gets the seen set of the last full one, as
+        ``checkpoint.read`` gives it, and the journal since."""
         old = self.frontier
-        state = old.snapshot(list(self.out))
+        state = old.snapshot(list(self.out), full)
+        if "seen" in state:
+            self.full_state = state
+        else:
+            state = checkpoint.with_base(state, self.full_state)
         self.stats = Stats()
         self.stats.restore(old.stats.totals())
-        self.frontier = Frontier(self.settings, self.stats, clock=lambda: self.now)
+        self.frontier = Frontier(self.settings, self.stats, clock=lambda: self.now,
+                                 backlog_dir=self.dir)
+        self.frontier.wall = lambda: self.now
         directory = Directory(1)
         directory.assign(host_pair(f"{h}:80") for h in HOSTS)
         self.frontier.restore([state], 0, directory)
@@ -303,13 +322,16 @@ class FrontierMachine(RuleBasedStateMachine):
             assert committed is True
             self.state[job.url] = "done"
 
+    def teardown(self) -> None:
+        shutil.rmtree(self.dir, ignore_errors=True)
+
     @invariant()
     def consistent(self) -> None:
         f = self.frontier
         f._check()
         waiting = {self.fp[u] for u, s in self.state.items() if s == "waiting"}
         revisits = sum(s == "revisit" for s in self.state.values())
-        assert set(f.links) == waiting
+        assert set(f.waiting_links()) == waiting
         assert len(f) == len(waiting) + revisits
         assert sorted(set(self.fp[u] for u in self.state)) == f.seen.to_array().tolist()
         for name, value in self.expected.items():
@@ -325,14 +347,15 @@ class FrontierMachine(RuleBasedStateMachine):
 TestFrontierMachine = machine_test(FrontierMachine, 120, 50)
 
 
-def test_a_restored_host_keeps_the_min_host_delay():
+def test_a_restored_host_keeps_the_min_host_delay(tmp_path):
     now = 0.0
     settings = Settings(politeness_min_host_delay=1.0).validate()
-    f = Frontier(settings, clock=lambda: now)
+    f = Frontier(settings, clock=lambda: now, backlog_dir=tmp_path)
     f.receive([Link("http://a.test/x")])
     (robots,) = f.next_jobs(0)
     assert robots.delay == 1.0
-    restored = Frontier(settings, clock=lambda: now)  # checkpointed with robots.txt out
+    # checkpointed with robots.txt out
+    restored = Frontier(settings, clock=lambda: now, backlog_dir=tmp_path)
     directory = Directory(1)
     directory.assign([host_pair("a.test:80")])
     restored.restore([f.snapshot([])], 0, directory)

@@ -115,3 +115,24 @@ def test_a_checkpoint_without_domains_counts_each_host_as_its_own():
     d = dealt(3, URLS[:30])
     old = {"directory": d.snapshot()["directory"]}
     assert Directory.restore(old, 3, max_domain_hosts=1).owners == d.owners
+
+
+def test_past_the_deal_limit_hosts_are_hashed_and_the_directory_stays_bounded():
+    hosts = [host_pair(f"h{i}.test:80") for i in range(40)]
+    d = Directory(3, deal=10)
+    d.assign(hosts[:6])
+    assert not d.full and d.rank_of("h39.test:80") is None  # unknown: held, announced
+    d.assign(hosts[6:25])  # the first 10 by hash are dealt, the others hashed
+    assert d.full and len(d.owners) == 10 and len(d.host_domains) == 10
+    d.assign(hosts[25:])
+    assert len(d.owners) == 10  # hosts past the limit cost the directory nothing
+    boxes, held, _ = d.bucket([Link(f"http://h{i}.test/") for i in range(40)])
+    assert not held and sum(map(len, boxes)) == 40
+    for h, _ in hosts:
+        assert d.owner_of(h) == d.owners.get(h, h % 3)
+        assert d.owns(d.owner_of(h))(h)
+    # every rank agrees, and a resume on another P deals the same 10 and hashes the rest
+    other = Directory.restore(d.snapshot(), 4, deal=10)
+    assert other.full and list(other.owners) == list(d.owners)
+    assert [other.owner_of(h) for h, _ in hosts if h not in d.owners] == [
+        h % 4 for h, _ in hosts if h not in d.owners]

@@ -1,5 +1,6 @@
 """Nothing lost: checkpoints, kills at any point, resume (also on another P), stop."""
 
+import json
 import os
 import signal
 import subprocess
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 import xxhash
 
+from bspcrawl import checkpoint
 from bspcrawl.index.warc import read_body
 from tests.crawling import ENV, MPIEXEC, PY, UNPACED, crawl, serve
 
@@ -133,7 +135,12 @@ def test_a_damaged_checkpoint_falls_back_or_fails_clearly(tmp_path):
                      env={**ENV, "BSPCRAWL_FAULT": "0:16:after"}).returncode != 0
         marker = out / "checkpoint" / "checkpoint.json"
         files = sorted((out / "checkpoint").glob("rank-0001-*.h5"))
-        assert len(files) == 2  # the last complete checkpoint and the one before it
+        record = json.loads(marker.read_text())
+        last_two = [record["previous"], record["superstep"]]
+        assert [int(p.stem.split("-")[2]) for p in files[-2:]] == last_two
+        bases = {checkpoint.read(out, 1, k)[1]["base"] for k in last_two}
+        # the last complete checkpoint, the one before it, and the full ones they build on
+        assert {int(p.stem.split("-")[2]) for p in files} == {*last_two, *bases}
         files[-1].write_bytes(files[-1].read_bytes()[:100])  # truncate the newest
         res = resume(2, out)
         assert res.returncode == 0, res.stderr

@@ -80,3 +80,16 @@ def test_a_new_set_deletes_what_a_killed_process_spilled(tmp_path):
     assert seen.disk_bytes == 800 and seen.ram_bytes == 16  # the fences: keys 0 and 64
     again = SeenSet(memory=0, spill_dir=tmp_path)
     assert list(tmp_path.iterdir()) == [] and len(again) == 0
+
+
+def test_a_checkpoints_sorted_keys_load_into_an_empty_set_at_once():
+    rng = np.random.default_rng(5)
+    keys = np.unique(rng.integers(INT64_MIN, 2**63 - 1, 5000, dtype=np.int64))
+    s = SeenSet(shard_max=512, delta_min=64)
+    assert s.add_batch(keys).all() and len(s) == len(keys)  # (no sort, no search)
+    s._check()
+    assert np.array_equal(s.to_array(), keys) and s.contains_batch(keys).all()
+    more = rng.integers(INT64_MIN, 2**63 - 1, 300, dtype=np.int64)
+    assert s.add_batch(np.concatenate([keys[:50], more])).tolist() == [False] * 50 + [
+        m not in set(keys.tolist()) for m in more.tolist()]
+    s._check()

@@ -35,9 +35,11 @@ from bspcrawl.index.store import PAGE_FIELDS, rank_path, write_atomically
 CRAWL_FILE = "crawl.h5"
 STOP_FILE = "stop"  # ``bspcrawl stop DIR`` creates DIR/stop: the crawl stops soon after
 SEEN_DIR = "seen"  # DIR/seen/rank-NNNN: a running rank's spilled seen set (a cache)
+FRONTIER_DIR = "frontier"  # DIR/frontier/rank-NNNN: a rank's backlog and seen-set journal,
+# which checkpoints refer to (not a cache)
 # what a crawl leaves, a killed one's temporary files too
-_OURS = re.compile(r"(crawl|rank-\d{4})\.h5(\.tmp)?|segments|checkpoint|seen|stop|warc"
-                   r"|indexes|\.bspcrawl-write-test")
+_OURS = re.compile(r"(crawl|rank-\d{4})\.h5(\.tmp)?|segments|checkpoint|seen|frontier|stop"
+                   r"|warc|indexes|\.bspcrawl-write-test")
 
 
 class OutputError(Exception):

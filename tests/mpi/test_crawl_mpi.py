@@ -2,7 +2,8 @@
 
 Passes at any rank count: on COMM_WORLD and a Dup() of it the ranks crawl together; on
 COMM_SELF every rank crawls the whole web alone. Either way the pages fetched must be
-exactly the local web's ground truth.
+exactly the local web's ground truth, also when every waiting URL goes to disk ("spill":
+COMM_WORLD with --memory-budget 0).
 """
 
 import contextlib
@@ -22,7 +23,7 @@ from tests.crawling import serve
 
 
 @pytest.mark.mpi(min_size=1)
-@pytest.mark.parametrize("which", ["world", "dup", "self"])
+@pytest.mark.parametrize("which", ["world", "dup", "self", "spill"])
 def test_crawl_on_a_communicator_fetches_exactly_the_truth(which):
     world = MPI.COMM_WORLD
     comm = {"world": world, "self": MPI.COMM_SELF}.get(which) or world.Dup()
@@ -40,8 +41,9 @@ def test_crawl_on_a_communicator_fetches_exactly_the_truth(which):
             prepare(out, overwrite=False)
         barrier(comm)
         settings = Settings(politeness_min_host_delay=0.0, politeness_response_factor=0.0,
-                            fetch_workers=4,
-                            fetch_allow_net=["127.0.0.0/8"]).validate()
+                            fetch_workers=4, fetch_allow_net=["127.0.0.0/8"],
+                            queue_memory_budget=0 if which == "spill" else 64 << 20
+                            ).validate()
         outcome = Crawl(comm, settings, out, web.seeds()).run()
         barrier(comm)
         if comm.rank == 0:

@@ -1,0 +1,362 @@
+"""The backlog: the URLs waiting in a rank's frontier, as records in append-only segment
+logs, one log per priority, in RAM up to a budget and on disk past it (issue 16, part 2).
+
+The CBT of Marin et al. (2008) orders the URLs a rank has to fetch; held whole it cost
+about 400 bytes per waiting URL here (its buckets and id table, a ``Link`` object and its
+URL string in a dict). IRLbot and BUbiNG keep their frontiers on disk in files read back
+in order. Here every URL a rank accepts becomes a *record* (:func:`record`: fingerprint,
+depth, hops, URL) appended to the log of its priority (``-depth``), and the CBT holds only
+the first records of each log (:class:`Queue`): a log is a FIFO, so its head is the best
+of its records, and the CBT merges the heads (``frontier.py``). The RAM a waiting URL
+costs is its record, while it is in a log's *tail*; past ``memory`` bytes of tails over
+all logs the largest tails are appended to their segment files, and records are read back
+a chunk at a time when they reach the head. So a rank's RAM for its waiting URLs is
+bounded by the budget, whatever the frontier's size.
+
+A log is cut into segments of :data:`SEGMENT_BYTES`, files ``DIR/frontier/rank-NNNN/
+{name}-SSSSSSSS.seg``. A segment is written once, in order, then only read; a segment read
+whole (or a log read to its end) is deleted unless a checkpoint still refers to it
+(``pinned``, see ``checkpoint.py``). A checkpoint writes each tail to its file, fsyncs
+them, and names for each log its segments and read position (:meth:`Backlog.marks`): what
+changed since the last checkpoint is what was appended since, and nothing is copied again.
+A resume with the same ranks adopts the logs in place, cutting off what was appended
+after the checkpoint (:meth:`Backlog.adopt`).
+
+Record layout, little-endian: int64 fingerprint, int32 depth, int32 hops, uint32 URL
+length, then the URL's UTF-8 bytes (30-byte URLs: 50 bytes a record).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from bspcrawl.messages import Link
+
+HEADER = struct.Struct("<qiiI")  # fingerprint, depth, hops, URL bytes
+SEGMENT_BYTES = 1 << 24  # a segment file holds at most this many bytes (16 MiB)
+CHUNK = 1 << 16  # bytes read from a segment at a time
+
+
+def record(fp: int, link: Link) -> bytes:
+    """The record of a waiting URL (its anchor text is not kept: credited on arrival)."""
+    url = link.url.encode()
+    return HEADER.pack(fp, link.depth, link.hops, len(url)) + url
+
+
+def parse(data: bytes | bytearray | memoryview, at: int = 0) -> tuple[int, Link, int]:
+    """The record at ``data[at:]``: (fingerprint, link, offset after it)."""
+    fp, depth, hops, n = HEADER.unpack_from(data, at)
+    start = at + HEADER.size
+    return fp, Link(bytes(data[start:start + n]).decode(), depth, hops), start + n
+
+
+class Log:
+    """An append-only log of bytes in segment files, its last segment's tail in RAM.
+
+    API: :meth:`append`, :meth:`read` a segment's bytes, :meth:`spill` the tail to disk,
+    :meth:`end`, :meth:`segment_size`. Without a directory everything stays in RAM (one
+    endless segment). ``last`` is the segment appended to; its first ``written`` bytes
+    are on disk, the rest in ``tail``; ``sealed`` holds the sizes of earlier segments
+    still in use.
+    """
+
+    def __init__(self, directory: Path | None, name: str, last: int = 0,
+                 written: int = 0) -> None:
+        self.dir, self.name = directory, name
+        self.last, self.written = last, written
+        self.tail = bytearray()
+        self.sealed: dict[int, int] = {}
+
+    def path(self, seg: int) -> Path:
+        """The file of segment ``seg``."""
+        assert self.dir is not None
+        return self.dir / f"{self.name}-{seg:08d}.seg"
+
+    def end(self) -> tuple[int, int]:
+        """(segment, offset) just past the last byte appended."""
+        return self.last, self.written + len(self.tail)
+
+    def segment_size(self, seg: int) -> int:
+        """Bytes of segment ``seg`` so far."""
+        return self.written + len(self.tail) if seg == self.last else self.sealed[seg]
+
+    def append(self, data: bytes) -> None:
+        """Append ``data`` (whole records: a segment ends at a record's end)."""
+        self.tail += data
+        if self.dir is not None and self.written + len(self.tail) >= SEGMENT_BYTES:
+            self.spill()
+            self.sealed[self.last] = self.written
+            self.last, self.written = self.last + 1, 0
+
+    def spill(self, sync: bool = False) -> int:
+        """Append the tail to its segment file (fsynced if ``sync``); the bytes it held."""
+        n = len(self.tail)
+        if self.dir is None or not (n or sync and self.written):
+            return 0
+        self.dir.mkdir(parents=True, exist_ok=True)
+        with open(self.path(self.last), "ab") as f:
+            f.write(self.tail)
+            if sync:
+                f.flush()
+                os.fsync(f.fileno())
+        self.written += n
+        self.tail = bytearray()
+        return n
+
+    def read(self, seg: int, start: int, size: int) -> bytes:
+        """Up to ``size`` bytes of segment ``seg`` from ``start`` (fewer at its end)."""
+        on_disk = self.written if seg == self.last else self.sealed[seg]
+        out = b""
+        if start < on_disk:
+            with open(self.path(seg), "rb") as f:
+                f.seek(start)
+                out = f.read(min(size, on_disk - start))
+        if seg == self.last and len(out) < size:
+            at = start + len(out) - self.written
+            out += bytes(self.tail[at:at + size - len(out)])
+        return out
+
+
+class Queue:
+    """The records of one priority, first in first out, over a :class:`Log`: ``seg`` and
+    ``pos`` are the read position, ``count`` the records past it."""
+
+    def __init__(self, log: Log, count: int = 0, seg: int = 0, pos: int = 0) -> None:
+        self.log, self.count, self.seg, self.pos = log, count, seg, pos
+
+    def take(self, n: int, done: set[str]) -> list[tuple[int, Link]]:
+        """The next ``n`` records (fewer if fewer wait), as (fingerprint, link). The files
+        of segments read whole are added to ``done``; a log read to its end goes on in a
+        new segment (its tail is dropped unwritten: every record of it was read)."""
+        out: list[tuple[int, Link]] = []
+        log = self.log
+        while len(out) < n and self.count:
+            if self.pos >= log.segment_size(self.seg):  # read whole: the next one
+                done.add(log.path(self.seg).name)
+                del log.sealed[self.seg]
+                self.seg, self.pos = self.seg + 1, 0
+                continue
+            chunk = log.read(self.seg, self.pos, CHUNK)
+            at = 0
+            while len(out) < n and self.count and at + HEADER.size <= len(chunk):
+                size = HEADER.size + HEADER.unpack_from(chunk, at)[3]
+                if at + size > len(chunk):
+                    if at == 0:  # a record longer than CHUNK
+                        chunk = log.read(self.seg, self.pos, size)
+                        continue
+                    break
+                fp, link, at = parse(chunk, at)
+                out.append((fp, link))
+                self.count -= 1
+            self.pos += at
+        if not self.count and (self.seg, self.pos) != (log.last, 0):
+            done.update(log.path(s).name for s in self.segments() if log.dir is not None)
+            log.sealed.clear()
+            log.last, log.written, log.tail = log.last + 1, 0, bytearray()
+            self.seg, self.pos = log.last, 0
+        return out
+
+    def segments(self) -> range:
+        """The segments still read, the read position's to the last."""
+        return range(self.seg, self.log.last + 1)
+
+
+class Backlog:
+    """Every waiting URL of a rank that the CBT does not hold: one :class:`Queue` per
+    priority, on disk in ``directory`` past ``memory`` bytes of tails.
+
+    API: :meth:`put` records of a priority, :meth:`take` its next ones, :meth:`waiting`
+    per priority, ``len()``; for checkpoints :meth:`marks` (flush and name the logs),
+    :meth:`adopt` them on resume, :func:`replay` another rank's, :meth:`pin` what kept
+    checkpoints refer to and :meth:`collect` the rest. Without a directory nothing spills
+    and there are no checkpoints.
+
+    Invariants (:meth:`_check`): a queue's ``count`` is the number of records from its
+    read position to its log's end; the tails hold at most ``memory`` bytes after every
+    :meth:`put`; a file read whole is deleted unless pinned.
+    """
+
+    def __init__(self, directory: Path | None = None, memory: int = 64 << 20) -> None:
+        self.dir, self.memory = directory, memory
+        self.queues: dict[float, Queue] = {}
+        self.logs: dict[float, int] = {}  # priority -> its log's number (file names)
+        self.pinned: set[str] = set()  # files a kept checkpoint refers to
+        self.first = 0  # the first segment number of a new log
+
+    def __len__(self) -> int:
+        return sum(q.count for q in self.queues.values())
+
+    @property
+    def ram(self) -> int:
+        """Bytes of records held in RAM (the tails)."""
+        return sum(len(q.log.tail) for q in self.queues.values())
+
+    def _queue(self, prio: float) -> Queue:
+        q = self.queues.get(prio)
+        if q is None:
+            n = self.logs.setdefault(prio, len(self.logs))
+            log = Log(self.dir, f"q{n:04d}", self.first)
+            q = self.queues[prio] = Queue(log, 0, self.first)
+        return q
+
+    def start_after_existing(self) -> None:
+        """Number new segments after every file in the directory (a resume on another
+        number of ranks: the files there are another crawl's, maybe read by other ranks)."""
+        self.first = next_segment(self.dir, "q*.seg")
+
+    def put(self, prio: float, records: list[bytes]) -> None:
+        """Append records of priority ``prio``; past ``memory`` bytes of tails, write the
+        largest tails to their files until half the budget is left."""
+        q = self._queue(prio)
+        q.log.append(b"".join(records))
+        q.count += len(records)
+        if self.dir is not None and (ram := self.ram) > self.memory:
+            for x in sorted(self.queues.values(), key=lambda x: -len(x.log.tail)):
+                ram -= x.log.spill()
+                if ram <= self.memory // 2:
+                    break
+
+    def waiting(self) -> dict[float, int]:
+        """Records waiting per priority (priorities with none left out)."""
+        return {p: q.count for p, q in self.queues.items() if q.count}
+
+    def take(self, prio: float, n: int) -> list[tuple[int, Link]]:
+        """The next ``n`` records of priority ``prio``, first in first out; the files
+        read whole that no checkpoint refers to are deleted."""
+        done: set[str] = set()
+        out = self.queues[prio].take(n, done)
+        if self.dir is not None:
+            for name in done - self.pinned:
+                (self.dir / name).unlink(missing_ok=True)
+        return out
+
+    def records(self) -> Iterator[tuple[float, int, Link]]:
+        """Every waiting record as (priority, fingerprint, link), left in place (tests)."""
+        for prio, q in self.queues.items():
+            for fp, link in _peek(q):
+                yield prio, fp, link
+
+    def marks(self) -> dict[str, np.ndarray]:
+        """Write every tail to its file and fsync them; each queue's priority, log number,
+        read position, records and last segment's size, as checkpoint columns."""
+        if self.dir is None:
+            raise RuntimeError("a backlog without a directory cannot be checkpointed")
+        qs = list(self.queues.items())
+        self.dir.mkdir(parents=True, exist_ok=True)
+        for _, q in qs:
+            q.log.spill(sync=True)
+        sync_dir(self.dir)
+        col = lambda f: np.array([f(q) for _, q in qs], np.int64)  # noqa: E731
+        return {"backlog_prio": np.array([p for p, _ in qs], np.float64),
+                "backlog_log": np.array([self.logs[p] for p, _ in qs], np.int64),
+                "backlog_seg": col(lambda q: q.seg), "backlog_pos": col(lambda q: q.pos),
+                "backlog_count": col(lambda q: q.count),
+                "backlog_last": col(lambda q: q.log.last),
+                "backlog_size": col(lambda q: q.log.written)}
+
+    def adopt(self, marks: dict[str, np.ndarray]) -> None:
+        """Take over the logs :meth:`marks` named (a resume on the same rank): what was
+        appended after them is cut off; files of segments read whole are kept for
+        :meth:`collect` (an earlier checkpoint may need them)."""
+        assert self.dir is not None and not self.queues
+        names = {}
+        for q in _queues(self.dir, marks):
+            self.queues[q.prio] = q
+            names[q.log.name] = q.log.last
+            path = q.log.path(q.log.last)
+            if path.exists():
+                os.truncate(path, q.log.written)
+        for path in self.dir.glob("q*.seg"):
+            name, seg = path.stem.split("-")
+            if name not in names or int(seg) > names[name]:
+                path.unlink()  # appended after the checkpoint
+        self.logs.update({float(p): int(n) for p, n in zip(
+            marks["backlog_prio"].tolist(), marks["backlog_log"].tolist(), strict=True)})
+
+    def pin(self, names: set[str]) -> None:
+        """The files kept checkpoints refer to (:func:`files_of`): never deleted."""
+        self.pinned = set(names)
+
+    def collect(self) -> None:
+        """Delete the segment files neither read any more nor pinned."""
+        if self.dir is None or not self.dir.exists():
+            return
+        keep = self.pinned | {q.log.path(s).name for q in self.queues.values()
+                              for s in q.segments()}
+        for path in self.dir.glob("q*.seg"):
+            if path.name not in keep:
+                path.unlink()
+
+    def _check(self) -> None:
+        """Assert the invariants of the class docstring (tests call it)."""
+        for prio, q in self.queues.items():
+            n = sum(1 for _ in _peek(q))
+            assert n == q.count, (prio, n, q.count)
+            if self.dir is not None:
+                assert set(q.log.sealed) == set(range(q.seg, q.log.last)), "a lost segment"
+        assert self.dir is None or self.ram <= self.memory or len(self.queues) == 0
+
+
+class _Queue(Queue):
+    """A queue restored from checkpoint marks, with its priority."""
+
+    def __init__(self, prio: float, log: Log, count: int, seg: int, pos: int) -> None:
+        super().__init__(log, count, seg, pos)
+        self.prio = prio
+
+
+def _queues(directory: Path, marks: dict[str, np.ndarray]) -> list[_Queue]:
+    """The queues named by :meth:`Backlog.marks`, over the logs in ``directory``."""
+    out = []
+    for prio, n, seg, pos, count, last, size in zip(*(marks[f"backlog_{k}"].tolist() for k in (
+            "prio", "log", "seg", "pos", "count", "last", "size")), strict=True):
+        log = Log(directory, f"q{n:04d}", last, size)
+        log.sealed = {s: log.path(s).stat().st_size for s in range(seg, last)}
+        out.append(_Queue(prio, log, count, seg, pos))
+    return out
+
+
+def _peek(q: Queue) -> Iterator[tuple[int, Link]]:
+    """Read a queue to its end, leaving it and its log as they are."""
+    log = Log(q.log.dir, q.log.name, q.log.last, q.log.written)
+    log.tail, log.sealed = q.log.tail, dict(q.log.sealed)
+    copy = Queue(log, q.count, q.seg, q.pos)
+    while copy.count:
+        yield from copy.take(CHUNK, set())
+
+
+def replay(directory: Path, marks: dict[str, np.ndarray]) -> Iterator[tuple[float, int, Link]]:
+    """Every record waiting in another rank's logs at a checkpoint (a resume on another
+    number of ranks), as (priority, fingerprint, link); its files are only read."""
+    for q in _queues(directory, marks):
+        for fp, link in _peek(q):
+            yield q.prio, fp, link
+
+
+def files_of(marks: dict[str, np.ndarray]) -> set[str]:
+    """The names of the segment files a checkpoint's marks refer to (each holds data)."""
+    return {f"q{n:04d}-{s:08d}.seg" for n, seg, last, size in zip(
+        *(marks[f"backlog_{k}"].tolist() for k in ("log", "seg", "last", "size")),
+        strict=True) for s in range(seg, last + (size > 0))}
+
+
+def next_segment(directory: Path | None, pattern: str) -> int:
+    """One past the highest segment number of the files matching ``pattern``."""
+    if directory is None or not directory.exists():
+        return 0
+    return 1 + max((int(p.stem.rsplit("-", 1)[1]) for p in directory.glob(pattern)),
+                   default=-1)
+
+
+def sync_dir(directory: Path) -> None:
+    """fsync a directory (new files' names)."""
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
