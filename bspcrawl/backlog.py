@@ -35,6 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
+from bspcrawl.durable import sync_dir
 from bspcrawl.messages import Link
 
 HEADER = struct.Struct("<qiiI")  # fingerprint, depth, hops, URL bytes
@@ -351,12 +352,3 @@ def next_segment(directory: Path | None, pattern: str) -> int:
         return 0
     return 1 + max((int(p.stem.rsplit("-", 1)[1]) for p in directory.glob(pattern)),
                    default=-1)
-
-
-def sync_dir(directory: Path) -> None:
-    """fsync a directory (new files' names)."""
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

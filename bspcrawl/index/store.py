@@ -44,6 +44,7 @@ import numpy as np
 
 from bspcrawl import __version__
 from bspcrawl.counters import STATS_DTYPE
+from bspcrawl.durable import sync_dir
 from bspcrawl.index import archive as archive_mod
 from bspcrawl.index import ranking
 from bspcrawl.index.archive import Archive
@@ -122,11 +123,7 @@ def write_atomically(path: Path, fill: Callable[[h5py.File], None], edit: bool =
         tmp.unlink(missing_ok=True)
         raise
     os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    sync_dir(path.parent)
 
 
 class RankStore:

@@ -70,6 +70,7 @@ from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeaders
 
 from bspcrawl import __version__
+from bspcrawl.durable import sync_dir
 from bspcrawl.index.history import Version
 from bspcrawl.messages import FetchResult
 
@@ -367,7 +368,7 @@ class WarcWriter:
         self._fd = None
         name = warc_name(self.rank, self.index)
         os.replace(self.folder / (name + OPEN), self.folder / name)
-        _fsync_dir(self.folder)
+        sync_dir(self.folder)
         self.index += 1
 
 
@@ -380,14 +381,6 @@ def files_used(folder: Path, rank: int) -> int:
             recover(stale)
     used = [int(m.group(1)) for p in folder.iterdir() if (m := name.fullmatch(p.name))]
     return max(used, default=-1) + 1
-
-
-def _fsync_dir(folder: Path) -> None:
-    fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def record_ends(path: Path) -> list[int]:
@@ -439,7 +432,7 @@ def recover(path: Path, keep: int | None = None) -> Path | None:
         os.fsync(fh.fileno())
     final = path.with_name(path.name[: -len(OPEN)])
     os.replace(path, final)
-    _fsync_dir(path.parent)
+    sync_dir(path.parent)
     return final
 
 
