@@ -1,4 +1,5 @@
-"""Helpers for end-to-end tests: a testweb server in its own process, crawls via the CLI.
+"""Helpers for end-to-end tests: a testweb server in its own process, crawls via the CLI,
+and crawls in this process on an MPI communicator (the MPI tests).
 
 The server runs as a separate process (``bspcrawl testweb serve``) so that it never
 shares a GIL with a crawling rank.
@@ -10,6 +11,7 @@ import contextlib
 import os
 import subprocess
 import sys
+import tempfile
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -44,6 +46,45 @@ def serve(pages: int, hosts: int, seed: int = 1, latency: str | None = None,
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def served_to_ranks(world, pages: int, hosts: int) -> Iterator[tuple[Web, str]]:
+    """Under MPI: world rank 0 serves a testweb and makes a temporary directory; every rank
+    gets the web and the directory's path. The server outlives every rank's use of it (a
+    barrier of ``world`` ends the block)."""
+    from bspcrawl.bsp import barrier
+
+    with contextlib.ExitStack() as stack:
+        web = out = None
+        if world.rank == 0:
+            web = stack.enter_context(serve(pages=pages, hosts=hosts))
+            out = stack.enter_context(tempfile.TemporaryDirectory())
+        config, out = world.bcast((web and web.config, out))
+        yield Web(config), out
+        barrier(world)
+
+
+def crawl_in_process(comm, out: Path, seeds: list[str], **settings: object):
+    """Crawl ``seeds`` into the new output directory ``out`` in this process on ``comm``
+    (unpaced, 4 fetch workers, loopback allowed; ``settings``: more Settings fields); rank
+    0 joins the rank files. Returns the crawl's outcome."""
+    from bspcrawl.bsp import barrier
+    from bspcrawl.index.output import join, prepare
+    from bspcrawl.settings import Settings
+    from bspcrawl.superstep import Crawl
+
+    if comm.rank == 0:
+        prepare(out, overwrite=False)
+    barrier(comm)
+    outcome = Crawl(comm, Settings(
+        politeness_min_host_delay=0.0, politeness_response_factor=0.0, fetch_workers=4,
+        fetch_allow_net=["127.0.0.0/8"], **settings).validate(), out, seeds).run()
+    barrier(comm)
+    if comm.rank == 0:
+        join(out, comm.size, {"supersteps": outcome.supersteps, "urls_seen": outcome.seen,
+                              "wall_s": outcome.wall_s, "stopped": outcome.stopped})
+    return outcome
 
 
 def crawl(ranks: int, seeds: list[str], out: Path, *options: str,

@@ -47,34 +47,15 @@ def test_each_rank_searches_its_files_and_the_merge_is_the_whole_search(plain):
 def test_anchor_text_from_other_ranks_is_credited_to_the_target():
     """A crawl on every rank: a page's anchor text comes with the links from pages that
     other ranks fetched (hosts are dealt to ranks) and is credited at the join."""
-    import contextlib
-
     import h5py
 
-    from bspcrawl.index.output import join, prepare
-    from bspcrawl.settings import Settings
-    from bspcrawl.superstep import Crawl
-    from bspcrawl.testweb import Web
-    from tests.crawling import serve
+    from tests.crawling import crawl_in_process, served_to_ranks
 
     comm = MPI.COMM_WORLD
-    with contextlib.ExitStack() as stack:
-        web = out = None
-        if comm.rank == 0:
-            web = stack.enter_context(serve(pages=300, hosts=8))
-            out = stack.enter_context(tempfile.TemporaryDirectory())
-        config, out = comm.bcast((web and web.config, out))
+    with served_to_ranks(comm, pages=300, hosts=8) as (web, out):
         out = Path(out)
+        crawl_in_process(comm, out, web.seeds())
         if comm.rank == 0:
-            prepare(out, overwrite=False)
-        barrier(comm)
-        settings = Settings(politeness_min_host_delay=0.0, politeness_response_factor=0.0,
-                            fetch_workers=4, fetch_allow_net=["127.0.0.0/8"]).validate()
-        outcome = Crawl(comm, settings, out, Web(config).seeds()).run()
-        barrier(comm)
-        if comm.rank == 0:
-            join(out, comm.size, {"supersteps": outcome.supersteps, "urls_seen": outcome.seen,
-                                  "wall_s": outcome.wall_s, "stopped": outcome.stopped})
             # the anchor words each rank's pages give each target (from their stored bodies)
             from bspcrawl.index.inspect import body, urls, versions
             from bspcrawl.index.terms import count_terms
@@ -105,4 +86,3 @@ def test_anchor_text_from_other_ranks_is_credited_to_the_target():
                     from_others += others and not mine
             assert from_others > 0  # words that only other ranks' pages gave
             assert Searcher(open_shards(out)).totals.alength > 0
-        barrier(comm)
