@@ -563,7 +563,11 @@ class Frontier:
         if not here:
             self.backlog.start_after_existing()
             self.journal.start_after_existing()
-        self.budgets.restore(states, lambda key: directory.rank_of(key) == rank)
+
+        def mine_host(key: str) -> bool:
+            return directory.rank_of(key) == rank
+
+        self.budgets.restore(states, mine_host)
         for st, where in zip(states, dirs, strict=True):
             mine = len(states) == 1  # the same P: every URL of the state is this rank's
             owned = (lambda url: True) if mine else (lambda url: directory.owner(url) == rank)
@@ -575,7 +579,6 @@ class Frontier:
             self.seen.add_batch(keys)
             for fp, n in zip(st["retry_fp"].tolist(), st["retry_n"].tolist(), strict=True):
                 self.retries[fp] = n
-            mine_host = lambda key: directory.rank_of(key) == rank  # noqa: E731
             if "base_host" in st:  # an incremental state: its base's hosts, then its own
                 base = {k[5:]: v for k, v in st.items() if k.startswith("base_")}
                 self._restore_hosts(base, mine_host, now - float(st["wall"][0] - base["wall"][0]))
