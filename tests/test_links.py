@@ -192,7 +192,8 @@ def test_cache_is_bounded() -> None:
 _href_part = st.sampled_from(
     ["a", "b.html", "..", ".", "/", "//", "\\", "?", "#", "q=1", "%41", "%zz", " ", "\t", "\n",
      "http:", "https:", "//other.org", "http://x.org/", "javascript:", "mailto:a@b", "é",
-     "::", "@", ";p", "&", "=", "//[::1]", ":8080", "data:,"]
+     "::", "@", ";p", "&", "=", "//[::1]", ":8080", "data:,", "../", "./", "~u-2_", "c.d/",
+     ".x", "..."]
 )
 _hrefs = st.lists(st.lists(_href_part, max_size=5).map("".join), min_size=1, max_size=12)
 _any_hrefs = st.lists(  # also with a lone surrogate, which no URL (and no page) can hold
@@ -201,7 +202,8 @@ _page_urls = st.sampled_from(
     ["http://example.org/", "http://example.org/a/", "http://example.org/a/b.html",
      "http://example.org/a/b.html?q=1", "http://example.org/a/c.html?q=2",
      "http://example.org/a/b/c/", "http://example.org:8080/a/b.html",
-     "https://example.org/a/b.html", "https://other.org/a/b.html?z", "http://127.1.0.5:81/x/y"]
+     "https://example.org/a/b.html", "https://other.org/a/b.html?z", "http://127.1.0.5:81/x/y",
+     "http://example.org/a/b/c/d.html?q=/e/f"]
 )
 
 

@@ -104,6 +104,12 @@ one open is re-opened in every new block, so more make pages of blocks slow."""
 _ABSOLUTE = ("http://", "https://")
 _UNRESOLVABLE = ""  # cached result of an href that gives no http(s) URL
 _SELF = "#"  # cached result of an href that is the base itself ("", "#top", ...)
+_PLAIN = re.compile(r"(?!$)((?:\.\.?/)*)((?:[\w~-][\w.~-]*(?:/[\w~-][\w.~-]*)*/?)?)",
+                    re.ASCII)
+"""A relative path of plain segments (letters, digits, ``_.~-``, none starting with "."),
+after "./" and "../" segments: what WHATWG resolves against a base's directory by popping
+a segment per "../" (never the root) and appending the rest, with nothing to
+percent-encode or normalise (~1 µs a link instead of ~8 through ada-url)."""
 _C0_OR_SPACE = "".join(map(chr, range(0x21)))  # what WHATWG strips from both ends
 _TAB_OR_NEWLINE = dict.fromkeys(map(ord, "\t\n\r"))  # what WHATWG removes everywhere
 _LINK_RELS = frozenset(("canonical", "alternate", "next"))
@@ -224,12 +230,13 @@ class LinkCache:
         if None in urls:
             keys = list(hrefs)
             missing = [i for i, url in enumerate(urls) if url is None]
-            filled = self._fill(near, [keys[i] for i in missing], base)
+            filled = self._fill(near, [keys[i] for i in missing], base, directory)
             for i, url in zip(missing, filled, strict=True):
                 urls[i] = url
         return urls
 
-    def _fill(self, near: dict[str, str], missing: list[str], base: str) -> list[str]:
+    def _fill(self, near: dict[str, str], missing: list[str], base: str,
+              directory: str) -> list[str]:
         """Resolve *missing* hrefs, caching in *near* those not for this page only."""
         buckets = self._buckets
         origin = base[: base.find("/", base.find("//") + 2)]
@@ -237,6 +244,17 @@ class LinkCache:
         urls = []
         for href in missing:
             cut = href.partition("#")[0]
+            plain = _PLAIN.fullmatch(cut)
+            if plain is not None:  # no ada-url needed (see _PLAIN)
+                url = directory
+                for _ in range(plain[1].count("../")):
+                    if len(url) > len(origin) + 1:
+                        url = url[: url.rfind("/", 0, -1) + 1]
+                url += plain[2]
+                near[href] = url
+                self._size += 1
+                urls.append(url)
+                continue
             if cut.startswith(_ABSOLUTE):
                 far = buckets.setdefault("", {})
             elif cut.startswith(("/", "\\")):
