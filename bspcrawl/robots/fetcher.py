@@ -85,7 +85,7 @@ class _Transfer:
         self.parts: list[bytes] = []
         self.size = 0
         self.cut = False  # the current body was cut at its cap
-        self.headers: dict[str, str] = {}
+        self.lines: list[bytes] = []  # the header lines received (libcurl appends them)
         self.job: FetchJob | None = None
         self.limit_now = self.limit
         self.started = 0.0
@@ -106,7 +106,7 @@ class _Transfer:
         c.setopt(pycurl.BUFFERSIZE, 256 * 1024)
         c.setopt(pycurl.DNS_CACHE_TIMEOUT, 600)
         c.setopt(pycurl.WRITEFUNCTION, self._write)
-        c.setopt(pycurl.HEADERFUNCTION, self._header)
+        c.setopt(pycurl.HEADERFUNCTION, self.lines.append)  # no Python frame a line
         c.setopt(pycurl.OPENSOCKETFUNCTION, self._open_socket)
 
     def _open_socket(self, purpose: int, address: tuple) -> socket.socket | int:
@@ -120,7 +120,8 @@ class _Transfer:
     def start(self, job: FetchJob) -> None:
         if self.hang and self.hang in job.url:
             threading.Event().wait()
-        self.job, self.parts, self.size, self.headers, self.cut = job, [], 0, {}, False
+        self.job, self.parts, self.size, self.cut = job, [], 0, False
+        self.lines.clear()
         self.blocked = ""
         self.limit_now = MAX_ROBOTS_BYTES if job.robotstxt else self.limit
         c = self.curl
@@ -140,12 +141,16 @@ class _Transfer:
         self.parts.append(data)
         return None
 
-    def _header(self, line: bytes) -> None:
-        name, sep, value = line.decode("latin-1").partition(":")
-        if sep:
-            self.headers[name.strip().lower()] = value.strip()
-        elif name.startswith("HTTP/"):
-            self.headers.clear()  # a new response (after 100-continue or a redirect)
+    def _headers(self) -> dict[str, str]:
+        """The last response's header fields (lower-case names) from the lines received."""
+        headers: dict[str, str] = {}
+        for line in self.lines:
+            name, sep, value = line.decode("latin-1").partition(":")
+            if sep:
+                headers[name.strip().lower()] = value.strip()
+            elif name.startswith("HTTP/"):
+                headers.clear()  # a new response (after 100-continue or a redirect)
+        return headers
 
     def finish(self, errno: int) -> FetchResult:
         """The current job's result (libcurl's ``errno``: 0 or the failure). Never raises:
@@ -162,7 +167,8 @@ class _Transfer:
     def _result(self, errno: int) -> FetchResult:
         c = self.curl
         assert self.job is not None
-        res = FetchResult(self.job, started=self.started, headers=self.headers)
+        headers = self._headers()
+        res = FetchResult(self.job, started=self.started, headers=headers)
         res.elapsed = time.time() - self.started
         res.status = int(c.getinfo(pycurl.RESPONSE_CODE) or 0)
         res.truncated = self.cut  # the body was cut at the cap: kept, marked (not an error)
@@ -171,10 +177,10 @@ class _Transfer:
             res.status = 0
         else:
             res.body = b"".join(self.parts)
-            res.content_type = self.headers.get("content-type", "")
-            res.location = self.headers.get("location", "") if 300 <= res.status < 400 else ""
+            res.content_type = headers.get("content-type", "")
+            res.location = headers.get("location", "") if 300 <= res.status < 400 else ""
             if res.status in RETRY_STATUSES:
-                res.retry_after = retry_after(self.headers.get("retry-after", ""))
+                res.retry_after = retry_after(headers.get("retry-after", ""))
         return res
 
 
