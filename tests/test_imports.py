@@ -4,6 +4,7 @@ Every ``import`` of a bspcrawl module, at any depth (inside functions too), is a
 """
 
 import ast
+import os
 from pathlib import Path
 
 PACKAGE = Path(__file__).parent.parent / "bspcrawl"
@@ -95,3 +96,18 @@ def test_the_checks_catch_wrong_way_imports():
     assert len(violations(edges)) == 4
     edges["bspcrawl.messages"].add("bspcrawl.frontier")
     assert cycles(edges) and len(violations(edges)) == 5
+
+
+def test_a_crawl_process_starts_no_blas_threads() -> None:
+    """bspcrawl's modules, numpy, scipy and h5py loaded: the process has one thread (an
+    OpenBLAS pool spun 0.11 CPU-s in every rank, for matrix products bspcrawl never does;
+    MPI, left out here, starts a thread of its own)."""
+    import subprocess
+    import sys
+
+    code = ("import os, bspcrawl.cli, bspcrawl.commit, numpy, scipy.sparse, h5py; "
+            "print(len(os.listdir('/proc/self/task')))")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=env)
+    assert out.stdout.strip() == "1"
