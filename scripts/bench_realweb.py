@@ -125,6 +125,8 @@ OTHER_SITES = [  # --other: a second set of trees, to check the fetched set on m
          quick=True),
     Site("sphinx", "sphinx-doc", "usr/share/doc/sphinx-doc/html", "Sphinx 5.3 docs", quick=True),
     Site("git", "git-doc", "usr/share/doc/git-doc", "git's manual pages (AsciiDoc)"),
+    Site("scipy", "python-scipy-doc", "usr/share/doc/python-scipy-doc/html",
+         "SciPy 1.10 docs (Sphinx, pydata theme): one big site, 4,300 pages of 22 KB"),
 ]
 
 MIME_TYPES = {  # what nginx answers in Content-Type, by file extension
