@@ -47,7 +47,7 @@ the truth for information. Writes ``results/bench_realweb.{md,json}``.
     python scripts/bench_realweb.py               # all sites (~10,800 URLs), 1 round
     python scripts/bench_realweb.py --repeat 3    # medians of 3 interleaved rounds
     python scripts/bench_realweb.py --quick       # SQLite and Node.js only (~1,100 URLs)
-    python scripts/bench_realweb.py --other       # four other trees (~1,400 URLs)
+    python scripts/bench_realweb.py --other       # five other trees (~5,400 URLs)
 """
 
 from __future__ import annotations
@@ -458,7 +458,7 @@ def main() -> None:
     p.add_argument("--quick", action="store_true",
                    help="only the sites marked quick (SQLite, Node.js: ~1,100 URLs)")
     p.add_argument("--other", action="store_true",
-                   help="the other trees instead (Django, GLib, Sphinx, git: ~1,400 URLs), "
+                   help="the other trees instead (Django, GLib, Sphinx, git, SciPy: ~5,400 URLs), "
                         "a check of the fetched set on more sites")
     p.add_argument("--crawlers", nargs="+", default=CRAWLERS, choices=CRAWLERS)
     args = p.parse_args()
