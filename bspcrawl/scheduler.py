@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Protocol
 
 from bspcrawl.commit import Committer
@@ -69,6 +70,7 @@ class FetcherLike(Protocol):
     def submit(self, jobs: list[FetchJob]) -> None: ...
     def get(self, timeout: float | None = None) -> FetchResult | None: ...
     def healthy(self, stall: float) -> bool: ...
+    def paused(self) -> AbstractContextManager[None]: ...
     def close(self, wait: float = 10.0) -> None: ...
 
 
@@ -129,10 +131,11 @@ class Scheduler:
         """Commit the oldest outstanding schedule, waiting for its results."""
         seq = self.window.base
         self._wait_for(seq, draining)
-        for sched in self.window.release(upto=seq):
-            for result in sched.results:
-                if result is not DEFERRED:
-                    self._commit(result, links)
+        with self.fetcher.paused():
+            for sched in self.window.release(upto=seq):
+                for result in sched.results:
+                    if result is not DEFERRED:
+                        self._commit(result, links)
 
     def _schedule(self, jobs: list[FetchJob], links: list[Link]) -> None:
         """Open this superstep's schedule of ``jobs`` and hand it out (fresh pages to the
