@@ -247,7 +247,7 @@ class Fetcher:
         the kernel's socket buffers meanwhile. Each look takes the GIL, and pycurl takes it
         again for each header line and each 16 KB of body: taken from a scheduler busy
         committing, those hand-overs cost a crawl of the real documentation trees ~70,000
-        context switches for 10,764 pages and ~16% of its CPU (docs/performance/realweb.md,
+        context switches for 10,764 pages and ~12% of its CPU (docs/performance/realweb.md,
         2026-11-26)."""
         self._go.clear()
         try:
