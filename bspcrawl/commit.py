@@ -11,7 +11,9 @@ Python work per process, DESIGN.md):
    and ``<meta name="robots">`` (``robots/links.py``); ``X-Robots-Tag`` and the meta tag's
    ``nofollow`` / ``noindex`` / ``none`` drop its links or its terms;
 3. **terms**: the text's term counts (``index/terms.py``), and for the index for ranking
-   those of its title and headings (``index/ranking.py``);
+   those of its title and headings (``index/ranking.py``); steps 2 and 3 are the page's
+   analysis (``analysis.py``), done here or, with ``--parse-processes``, by a helper
+   process as soon as the fetch ends (:meth:`Committer.prepare`);
    a page's links past ``--crawl-max-outlinks``, and past ``--crawl-max-page-hosts``
    distinct hosts, are dropped (a link flood's cost stays bounded: one 2 MiB page can hold
    144,000 links, or links to 114,000 subdomains);
@@ -32,12 +34,13 @@ from collections.abc import Callable
 import numpy as np
 import xxhash
 
+from bspcrawl.analysis import Analysis, AnalysisPool, analyse
 from bspcrawl.counters import Stats
 from bspcrawl.index.archive import Archive
 from bspcrawl.index.store import RankStore
-from bspcrawl.index.terms import EMPTY, count_terms_each, count_terms_with
-from bspcrawl.messages import FetchResult, Link, clip_anchor
-from bspcrawl.robots.links import LinkCache, ParsedPage, parse_html
+from bspcrawl.index.terms import EMPTY, count_terms_each
+from bspcrawl.messages import FETCHED, FetchResult, Link, clip_anchor
+from bspcrawl.robots.links import LinkCache, ParsedPage
 from bspcrawl.robots.robotstxt import header_directives
 from bspcrawl.urls import host_hash, host_key, resolve
 
@@ -70,24 +73,61 @@ class Committer:
     graph's targets match ``/pages/url_fp``); ``agent_token`` is matched against
     ``X-Robots-Tag`` lines; a page's links past ``max_outlinks``, and its links to hosts
     past ``max_hosts`` distinct ones (0: no limit), are dropped, in document order, and
-    counted in ``stats`` (``commit/outlinks_cut``, ``commit/hosts_cut``).
+    counted in ``stats`` (``commit/outlinks_cut``, ``commit/hosts_cut``). ``pool``: the
+    helper processes that analyse pages ahead (``analysis.py``), if any.
     """
 
     def __init__(self, archive: Archive, store: RankStore, agent_token: str,
                  fingerprints: Callable[[list[str]], np.ndarray], max_outlinks: int = 0,
-                 stats: Stats | None = None, max_hosts: int = 0) -> None:
+                 stats: Stats | None = None, max_hosts: int = 0,
+                 pool: AnalysisPool | None = None) -> None:
         self.archive, self.store, self.agent_token = archive, store, agent_token
         self.fingerprints, self.max_outlinks = fingerprints, max_outlinks
-        self.max_hosts = max_hosts
+        self.max_hosts, self.pool = max_hosts, pool
         self.stats = Stats() if stats is None else stats
         self.cache = LinkCache()
         self.sent: dict[int, int] = {}  # fingerprint -> least depth sent (_unsent)
+
+    def prepare(self, result: FetchResult) -> None:
+        """Have the pool analyse *result*'s page now, if it is an HTML page fetched
+        (not a revisit: its body is restored at the commit)."""
+        if (self.pool is not None and result.revisit == FETCHED and result.body
+                and not result.location and 200 <= result.status < 300
+                and not result.job.robotstxt and is_html(result)):
+            self.pool.submit(result, result.body, result.job.url,
+                             charset(result.content_type), self._indexed(result)[1])
+
+    def discard(self, result: FetchResult) -> None:
+        """*result* will not be committed (its analysis, if asked for, is dropped)."""
+        if self.pool is not None:
+            self.pool.discard(result)
+
+    def close(self) -> None:
+        """End the helper processes, if any."""
+        if self.pool is not None:
+            self.pool.close()
+
+    def _indexed(self, result: FetchResult) -> tuple[bool, bool]:
+        """Whether ``X-Robots-Tag`` lets the page's links be followed, and its terms be
+        indexed."""
+        header = header_directives(result.headers.get("x-robots-tag", ""), self.agent_token)
+        return ("nofollow" not in header and "none" not in header,
+                "noindex" not in header and "none" not in header)
+
+    def _analysis(self, result: FetchResult, index: bool) -> Analysis:
+        """The analysis of *result*'s page: the pool's, else made here."""
+        done = self.pool.take(result) if self.pool is not None else None
+        if done is None:
+            done = analyse(result.body, result.job.url, charset(result.content_type), index,
+                           self.cache)
+        return done
 
     def commit(self, result: FetchResult) -> list[Link]:
         """Commit one page result; returns the links it yields (a redirect's target, or
         the page's links unless nofollow, with their anchor text)."""
         job = result.job
         redirect, found, anchors, terms, page, parts = "", [], [], EMPTY, None, None
+        fingerprint = 0
         links: list[Link] = []
         self.archive.restore(result, job.fp)
         if result.location:
@@ -95,24 +135,20 @@ class Committer:
             if redirect:
                 links.append(Link(redirect, job.depth, job.hops + 1))
         elif (200 <= result.status < 300 or result.revisit) and is_html(result):
-            page = parse_html(result.body, job.url, self.cache,
-                              charset=charset(result.content_type))
-            header = header_directives(result.headers.get("x-robots-tag", ""),
-                                       self.agent_token)
-            if "nofollow" not in header and "none" not in header:
+            follow, index = self._indexed(result)
+            page, terms, parts, fingerprint = self._analysis(result, index)
+            if follow:
                 found, anchors = page.links, page.anchors
                 if self.max_outlinks and len(found) > self.max_outlinks:
                     self.stats["commit/outlinks_cut"] += len(found) - self.max_outlinks
                     found, anchors = found[: self.max_outlinks], anchors[: self.max_outlinks]
                 if self.max_hosts and len(found) > self.max_hosts:  # else they cannot be
                     found, anchors = self._few_hosts(found, anchors)
-            if not page.noindex and "noindex" not in header and "none" not in header:
-                terms, parts = count_terms_with(page.text, field_texts(page))
         fps = self.fingerprints(found).tolist()
         links += self._unsent(found, fps, job.depth + 1, anchors)
         content_fp = xxhash.xxh3_64_intdigest(result.body) if result.body else 0
         self.archive.record(result, job.fp, host_hash(job.host), content_fp)
-        doc = self.store.commit(result, job.fp, redirect, fps, terms, content_fp)
+        doc = self.store.commit(result, job.fp, redirect, fps, terms, content_fp, fingerprint)
         if page is not None and parts is not None and len(terms):
             self.store.search.add_page(doc, terms, page.title, fields(page, parts))
         return links
@@ -166,15 +202,10 @@ class Committer:
         return kept, kept_anchors
 
 
-def field_texts(page: ParsedPage) -> list[bytes]:
-    """A page's title, then the text of each of its heading levels (``fields``' order)."""
-    return [page.title.encode(), *(t.encode() for t in page.headings.values())]
-
-
 def fields(page: ParsedPage, parts: tuple[np.ndarray, np.ndarray, np.ndarray]
            ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """The (term hashes, counts) of a page's title and of each of its heading levels, from
-    the counts of :func:`field_texts` (``index/ranking.py`` weights them)."""
+    the counts of ``analysis.field_texts`` (``index/ranking.py`` weights them)."""
     names = ["title", *page.headings]
     which, hashes, tf = parts
     bounds = np.searchsorted(which, np.arange(len(names) + 1)).tolist()

@@ -155,6 +155,7 @@ class Scheduler:
     def _commit(self, result: FetchResult, links: list[Link]) -> None:
         """Account for one result and commit it if it is a page's final answer."""
         if not self.frontier.done(result):
+            self.committer.discard(result)
             return
         links += self.committer.commit(result)
         after = self.settings.crawl_revisit_after
@@ -165,10 +166,12 @@ class Scheduler:
 
     def _collect(self, timeout: float | None = None) -> None:
         """Deliver every finished result to the window (waiting up to ``timeout`` s for
-        the first one; None: do not wait)."""
+        the first one; None: do not wait), and have its page analysed ahead
+        (``Committer.prepare``)."""
         result = self.fetcher.get(timeout)
         while result is not None:
-            self.window.deliver(result.job.seq, result.job.index, result)
+            if self.window.deliver(result.job.seq, result.job.index, result):
+                self.committer.prepare(result)
             result = self.fetcher.get()
 
     def _wait_for(self, seq: int, draining: bool) -> bool:
@@ -227,5 +230,6 @@ class Scheduler:
         return jobs + list(self.window.deferred.values())
 
     def close(self) -> None:
-        """Stop the fetcher thread."""
+        """Stop the fetcher thread and the committer's helper processes."""
         self.fetcher.close()
+        self.committer.close()

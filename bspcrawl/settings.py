@@ -123,6 +123,9 @@ class Settings:
 
     index_flush_pages: int = _opt(2000, "pages buffered before an index segment is written")
     index_no_warc: bool = _opt(False, "keep no bodies (no WARC files; no revisits either)")
+    index_parse_processes: int = _opt(
+        0, "helper processes per rank that parse pages and count their terms while the rank "
+        "commits earlier ones (0: the rank does it): for few unpaced hosts and spare cores")
     index_weight_title: float = _opt(WEIGHTS["title"], "search: weight of a word of the "
                                      "<title> (Compass's tag weights; only their ratios to "
                                      "the body's matter)")
@@ -156,7 +159,7 @@ class Settings:
                         "url_max_segments", "url_max_repeats", "crawl_max_outlinks",
                         "crawl_max_page_hosts", "crawl_max_domain_hosts", "crawl_max_domain_pages",
                         "crawl_revisit_after", "queue_seen_memory", "queue_memory_budget",
-                        "crawl_deal_hosts",
+                        "crawl_deal_hosts", "index_parse_processes",
                         "checkpoint_every")
         for name in positive:
             if not getattr(self, name) > 0:
@@ -202,7 +205,8 @@ _SHORT = {"fetch_workers": "workers", "fetch_allow_net": "allow-net",
           "crawl_max_host_pages": "max-host-pages", "crawl_revisit_after": "revisit-after",
           "crawl_max_domain_hosts": "max-domain-hosts",
           "crawl_max_domain_pages": "max-domain-pages",
-          "index_no_warc": "no-warc", "queue_memory_budget": "memory-budget"}
+          "index_no_warc": "no-warc", "index_parse_processes": "parse-processes",
+          "queue_memory_budget": "memory-budget"}
 
 
 # Old names that still work, with a one-line note: setting -> its new name.

@@ -76,7 +76,8 @@ from cpu import family_cpu, timed
 from bspcrawl.testweb import free_port, host_address
 
 CACHE = Path.home() / ".cache" / "bspcrawl-realweb"
-CRAWLERS = ["wget", "scrapy", "bspcrawl-1", "bspcrawl-2"]  # wget first: the truth
+# wget first: the truth; "p": with a parse process per rank (--parse-processes 1)
+CRAWLERS = ["wget", "scrapy", "bspcrawl-1", "bspcrawl-2", "bspcrawl-1p", "bspcrawl-2p"]
 WGET_TAGS = "a,area,frame,iframe,meta"  # the elements whose links bspcrawl follows (but
 # <link rel=canonical/alternate/next>: wget takes every <link>, stylesheets included)
 EXAMPLES = 10  # URLs listed of each difference
@@ -280,6 +281,10 @@ def commands(seeds: Path, netlocs: list[str], tmp: Path, scrapy: Path) -> dict[s
         "scrapy": crawlers.scrapy_command(scrapy, seeds, netlocs, tmp),
         "bspcrawl-1": bspcrawl(tmp / "out-1", 1, "--url-blacklist", elsewhere),
         "bspcrawl-2": bspcrawl(tmp / "out-2", 2, "--url-blacklist", elsewhere),
+        "bspcrawl-1p": bspcrawl(tmp / "out-1p", 1, "--url-blacklist", elsewhere,
+                                "--parse-processes", "1"),
+        "bspcrawl-2p": bspcrawl(tmp / "out-2p", 2, "--url-blacklist", elsewhere,
+                                "--parse-processes", "1"),
     }
 
 

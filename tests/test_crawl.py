@@ -52,18 +52,23 @@ def _index(out):
     with h5py.File(out / "crawl.h5") as f:
         ranks = int(f.attrs["ranks"])
         return [{name: f[f"ranks/{r:04d}/{name}"][:] for name in
-                 ("pages/url", "pages/seq", "index/terms", "index/offsets", "index/docs",
-                  "index/tf", "links/offsets", "links/targets")} for r in range(ranks)]
+                 ("pages/url", "pages/seq", "pages/simhash", "index/terms", "index/offsets",
+                  "index/docs", "index/tf", "links/offsets", "links/targets", "search/wtf",
+                  "search/pairs/terms", "search/pairs/docs", "search/title")} for r in range(ranks)]
 
 
 def test_index_is_identical_across_runs_with_random_latencies(tmp_path):
+    """Two crawls, the second with its pages parsed in helper processes: one index."""
     runs, port = [], free_port(20)
-    for run in range(2):
+    for run, helpers in enumerate(["0", "2"]):
         log = tmp_path / f"requests-{run}.tsv"
         with serve(pages=600, hosts=20, latency="0,0.02", log=log, port=port) as web:
-            res = crawl(2, web.seeds(), tmp_path / f"out{run}", "--workers", "4")
+            res = crawl(2, web.seeds(), tmp_path / f"out{run}", "--workers", "4",
+                        "--parse-processes", helpers)
         assert res.returncode == 0, res.stderr
         runs.append((_index(tmp_path / f"out{run}"), log))
+        ahead = _summary(tmp_path / f"out{run}")["counters"].get("analysis/ahead", 0)
+        assert (ahead > 500) == (helpers != "0")  # the helpers analysed the pages
     (first, log0), (second, log1) = runs
     for a, b in zip(first, second, strict=True):
         assert a.keys() == b.keys()

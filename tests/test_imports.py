@@ -9,7 +9,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).parent.parent / "bspcrawl"
 LOOP = {"bspcrawl.superstep", "bspcrawl.scheduler", "bspcrawl.commit", "bspcrawl.bsp",
-        "bspcrawl.frontier", "bspcrawl.partition", "bspcrawl.checkpoint", "bspcrawl.cli"}
+        "bspcrawl.frontier", "bspcrawl.partition", "bspcrawl.checkpoint", "bspcrawl.cli",
+        "bspcrawl.analysis"}
 VOCABULARY = {"bspcrawl.messages", "bspcrawl.counters"}
 
 
@@ -111,3 +112,16 @@ def test_a_crawl_process_starts_no_blas_threads() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, env=env)
     assert out.stdout.strip() == "1"
+
+
+def test_a_helper_process_loads_neither_mpi_nor_hdf5() -> None:
+    """``python -m bspcrawl.analysis`` (a rank's parse helper) runs under mpiexec's
+    environment: it must not initialise MPI as a rank would."""
+    import subprocess
+    import sys
+
+    code = ("import sys, bspcrawl.analysis; "
+            "print(sorted({'mpi4py', 'h5py'} & {m.split('.')[0] for m in sys.modules}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout.strip() == "[]"

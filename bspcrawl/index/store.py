@@ -180,9 +180,11 @@ class RankStore:
         return len(self.buffer["url"])
 
     def commit(self, result: FetchResult, url_fp: int, redirect: str,
-               link_fps: list[int], terms: TermCounts, content_fp: int) -> int:
+               link_fps: list[int], terms: TermCounts, content_fp: int,
+               fingerprint: int | None = None) -> int:
         """Append one fetched page with its out-links and term counts; returns its doc id.
-        ``content_fp``: xxh3-64 of its body (0: none)."""
+        ``content_fp``: xxh3-64 of its body (0: none); ``fingerprint``: the SimHash of
+        ``terms``, if computed already."""
         doc = self.docs
         self.docs += 1
         job, b = result.job, self.buffer
@@ -201,7 +203,7 @@ class RankStore:
         b["redirect"].append(redirect)
         b["revisit"].append(result.revisit)
         b["truncated"].append(result.truncated)
-        b["simhash"].append(simhash(terms))
+        b["simhash"].append(simhash(terms) if fingerprint is None else fingerprint)
         self.link_buffer.extend(link_fps)
         self.link_counts.append(len(link_fps))
         if len(terms):

@@ -1,0 +1,325 @@
+"""A page's analysis (its parse and term counts), in the scheduler's thread or ahead of
+the commit in helper processes (``--parse-processes N``).
+
+The analysis of an HTML page is :func:`parse_html` (lexbor's tree, the links resolved,
+the index text) and :func:`count_terms_with` (the terms of the text, title and headings):
+about half of the commit's CPU on real pages (docs/performance/realweb.md). A rank's
+Python runs in one thread (DESIGN.md), so a rank crawling a few unpaced hosts is bound by
+it, and more ranks do not help a single host (a host is one rank's). With ``N`` helper
+processes (``python -m bspcrawl.analysis``, started by the rank, no MPI in them), each
+page answered 2xx is sent to one as soon as its fetch ends, and the helper analyses it
+while the scheduler commits earlier pages; at its commit, in schedule order as always, the
+scheduler takes the answer. The index is the same either way: the analysis is a function of
+the page's bytes, URL and charset (each helper has its own ``LinkCache``, a memo).
+
+Costs: the page goes through a pipe and its analysis back (~5% more CPU in all); the
+helpers use cores the rank's scheduler cannot. So it pays where there are spare cores and
+few hosts (one site with politeness off: a rank per core cannot split it), not where ranks
+already fill the cores. A helper that dies (a crash in the parser, a kill) is not
+replaced: the pages it held, and those after, are analysed in the scheduler's thread
+(``analysis/helpers_lost``). A helper ends when its pipe closes (its rank ended, even
+killed).
+
+Wire: each request is a header (``_REQUEST``: key, sizes, whether to count terms), the
+URL and charset, then the body's bytes as they are; each answer a header (``_ANSWER``)
+and the analysis (:func:`encode`; None if it raised, so the scheduler's thread repeats it
+and fails the same way).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import pickle
+import select
+import signal
+import struct
+import subprocess
+import sys
+from collections.abc import Iterable
+from dataclasses import fields
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from bspcrawl.counters import Stats
+from bspcrawl.index.simhash import simhash
+from bspcrawl.index.terms import EMPTY, TermCounts, count_terms_with
+from bspcrawl.robots.links import LinkCache, ParsedPage, parse_html
+
+
+class Analysis(NamedTuple):
+    """An HTML page's parse, the term counts of its text and of its title and headings
+    (``EMPTY`` and None when not indexed), and its SimHash (``index/simhash.py``)."""
+
+    page: ParsedPage
+    terms: TermCounts
+    parts: tuple[np.ndarray, np.ndarray, np.ndarray] | None
+    simhash: int
+
+
+def field_texts(page: ParsedPage) -> list[bytes]:
+    """A page's title, then the text of each of its heading levels (``commit.fields``'
+    order)."""
+    return [page.title.encode(), *(t.encode() for t in page.headings.values())]
+
+
+def analyse(body: bytes, url: str, charset: str | None, index: bool,
+            cache: LinkCache) -> Analysis:
+    """Parse the HTML page *body* from *url*; count its terms if *index* and the page
+    does not say noindex. The page's ``text`` is dropped once counted (the index keeps
+    the terms)."""
+    page = parse_html(body, url, cache, charset=charset)
+    if not index or page.noindex:
+        return Analysis(page, EMPTY, None, 0)
+    terms, parts = count_terms_with(page.text, field_texts(page))
+    page.text = b""
+    return Analysis(page, terms, parts, simhash(terms))
+
+
+def _plain(values: Iterable[Any]) -> tuple[Any, ...]:
+    """*values* with each array as (dtype, bytes): pickled 4x as fast (measured)."""
+    return tuple((x.dtype.str, x.tobytes()) if isinstance(x, np.ndarray) else x
+                 for x in values)
+
+
+def _arrays(values: tuple[Any, ...]) -> list[Any]:
+    """The inverse of :func:`_plain` (the arrays read-only, on the pickle's bytes)."""
+    return [np.frombuffer(x[1], x[0]) if isinstance(x, tuple) else x for x in values]
+
+
+def encode(analysis: Analysis | None) -> bytes:
+    """*analysis* as bytes for the pipe (:func:`decode` reads it)."""
+    if analysis is None:
+        return pickle.dumps(None)
+    page, terms, parts, fingerprint = analysis
+    return pickle.dumps((
+        _plain(getattr(page, f.name) for f in fields(page)),
+        _plain(getattr(terms, f.name) for f in fields(terms)),
+        None if parts is None else _plain(parts), fingerprint), pickle.HIGHEST_PROTOCOL)
+
+
+def decode(data: bytes | memoryview) -> Analysis | None:
+    """The analysis :func:`encode` wrote."""
+    plain = pickle.loads(data)
+    if plain is None:
+        return None
+    page, terms, parts, fingerprint = plain
+    return Analysis(ParsedPage(*page), TermCounts(*_arrays(terms)),
+                    None if parts is None else tuple(_arrays(parts)), fingerprint)
+
+
+_REQUEST = struct.Struct("<QIIIB")  # key, URL bytes, charset bytes, body bytes, index
+_ANSWER = struct.Struct("<QI")  # key, pickle bytes
+PIPE_BYTES = 1 << 20  # each pipe's buffer (Linux's default limit for a user)
+
+
+class _Helper:
+    """One helper process and its two pipes (our ends non-blocking)."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "bspcrawl.analysis"], stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE, bufsize=0, close_fds=True)
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.send_fd, self.recv_fd = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        for fd in (self.send_fd, self.recv_fd):
+            os.set_blocking(fd, False)
+            # (under a lower limit, /proc/sys/fs/pipe-max-size: the default size)
+            with contextlib.suppress(OSError):
+                fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        self.out: list[memoryview] = []  # requests not written yet
+        self.inbox = bytearray()  # answers read, not parsed yet
+        self.keys: set[int] = set()  # sent, not answered
+        self.alive = True
+        self.closed = False
+
+    def write(self) -> None:
+        """Write what the pipe takes now."""
+        while self.out:
+            try:
+                n = os.write(self.send_fd, self.out[0])
+            except BlockingIOError:
+                return
+            if n == len(self.out[0]):
+                self.out.pop(0)
+            else:
+                self.out[0] = self.out[0][n:]
+
+    def read(self) -> list[tuple[int, Analysis | None]]:
+        """The answers the pipe holds now; [] at its end (``alive`` is then False)."""
+        while True:
+            try:
+                data = os.read(self.recv_fd, PIPE_BYTES)
+            except BlockingIOError:
+                break
+            if not data:
+                self.alive = False
+                break
+            self.inbox += data
+        answers = []
+        at, inbox = 0, self.inbox
+        while len(inbox) - at >= _ANSWER.size:
+            key, size = _ANSWER.unpack_from(inbox, at)
+            end = at + _ANSWER.size + size
+            if end > len(inbox):
+                break
+            answers.append((key, decode(bytes(inbox[at + _ANSWER.size:end]))))
+            self.keys.discard(key)
+            at = end
+        del inbox[:at]
+        return answers
+
+    def close(self, wait: float) -> None:
+        """Close its input (it then ends) and reap it; kill it after ``wait`` s."""
+        if self.closed:
+            return
+        self.alive, self.closed = False, True
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        try:
+            self.proc.wait(wait)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+
+class AnalysisPool:
+    """``n`` helper processes analysing pages ahead of their commit (module docstring).
+
+    :meth:`submit` a result's page when its fetch ends, :meth:`take` its analysis at its
+    commit (None: not submitted, or its helper was lost: analyse it here), :meth:`discard`
+    one that will not be committed, :meth:`close` at the end.
+    """
+
+    def __init__(self, n: int, stats: Stats) -> None:
+        self.stats = stats
+        self.helpers = [_Helper() for _ in range(n)]
+        self.next_key = 0
+        self.sent: dict[int, tuple[int, _Helper, object]] = {}  # id(result) -> key, ...
+        self.answers: dict[int, Analysis | None] = {}  # key -> analysis, not taken yet
+
+    def submit(self, result: object, body: bytes, url: str, charset: str | None,
+               index: bool) -> None:
+        """Send the page *body* of *result* to the helper with the fewest pages in hand."""
+        alive = [h for h in self.helpers if h.alive]
+        if not alive:
+            return
+        helper = min(alive, key=lambda h: len(h.keys))
+        key, self.next_key = self.next_key, self.next_key + 1
+        url_b, charset_b = url.encode(), (charset or "").encode()
+        head = _REQUEST.pack(key, len(url_b), len(charset_b), len(body), index)
+        helper.out += [memoryview(head + url_b + charset_b), memoryview(body)]
+        helper.keys.add(key)
+        self.sent[id(result)] = (key, helper, result)
+        self._pump(0.0)
+
+    def take(self, result: object) -> Analysis | None:
+        """The analysis of *result*, waiting for it; None if it was not submitted or its
+        helper was lost."""
+        sent = self.sent.get(id(result))
+        if sent is None:
+            return None
+        key, helper, _ = sent
+        while key not in self.answers and key in helper.keys and helper.alive:
+            self._pump(None)
+        del self.sent[id(result)]
+        answer = self.answers.pop(key, None)
+        self.stats["analysis/ahead"] += answer is not None
+        return answer
+
+    def discard(self, result: object) -> None:
+        """Forget *result* (not to be committed); its answer is dropped when it comes."""
+        sent = self.sent.pop(id(result), None)
+        if sent is not None:
+            self.answers.pop(sent[0], None)
+
+    def _pump(self, timeout: float | None) -> None:
+        """Write what the pipes take and read the answers in them, waiting up to
+        *timeout* s (None: until one of them is ready) for either."""
+        alive = [h for h in self.helpers if h.alive]
+        if not alive:
+            return
+        readers = {h.recv_fd: h for h in alive}
+        writers = {h.send_fd: h for h in alive if h.out}
+        try:
+            readable, writable, _ = select.select(list(readers), list(writers), [], timeout)
+        except InterruptedError:
+            return
+        for fd in writable:
+            try:
+                writers[fd].write()
+            except BrokenPipeError:
+                self._lost(writers[fd])
+        wanted = {key for key, _, _ in self.sent.values()}
+        for fd in readable:
+            helper = readers[fd]
+            if helper.closed:  # lost as it was written to
+                continue
+            for key, answer in helper.read():
+                if key in wanted:
+                    self.answers[key] = answer
+            if not helper.alive:
+                self._lost(helper)
+
+    def _lost(self, helper: _Helper) -> None:
+        """*helper* died: its pages in hand are analysed in the scheduler's thread."""
+        if helper.closed:
+            return
+        self.stats["analysis/helpers_lost"] += 1
+        helper.keys.clear()
+        helper.out.clear()
+        helper.close(0.0)
+
+    def close(self) -> None:
+        """End the helpers (their pages in hand are dropped)."""
+        for helper in self.helpers:
+            helper.close(5.0)
+        self.sent.clear()
+        self.answers.clear()
+
+
+def _read_exactly(fd: int, n: int) -> bytes | None:
+    """*n* bytes from *fd* (blocking), None at its end."""
+    parts, left = [], n
+    while left:
+        data = os.read(fd, min(left, PIPE_BYTES))
+        if not data:
+            return None
+        parts.append(data)
+        left -= len(data)
+    return b"".join(parts)
+
+
+def main() -> None:
+    """A helper: analyse the pages read from stdin, answer on stdout, until stdin ends."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the rank decides when to stop
+    recv_fd, send_fd = 0, os.dup(1)
+    os.dup2(2, 1)  # a stray print goes to stderr, not into the answers
+    cache = LinkCache()
+    while (head := _read_exactly(recv_fd, _REQUEST.size)) is not None:
+        key, n_url, n_charset, n_body, index = _REQUEST.unpack(head)
+        data = _read_exactly(recv_fd, n_url + n_charset + n_body) or b""
+        url = data[:n_url].decode()
+        charset = data[n_url:n_url + n_charset].decode() or None
+        try:
+            answer: Analysis | None = analyse(data[n_url + n_charset:], url, charset,
+                                              bool(index), cache)
+        except Exception:  # noqa: BLE001 (the scheduler's thread repeats it and fails)
+            answer = None
+        payload = encode(answer)
+        out = memoryview(_ANSWER.pack(key, len(payload)) + payload)
+        try:
+            while out:
+                out = out[os.write(send_fd, out):]
+        except BrokenPipeError:
+            return
+
+
+if __name__ == "__main__":  # the module's own name, so answers unpickle in the rank
+    from bspcrawl.analysis import main as helper_main
+
+    helper_main()

@@ -1,0 +1,123 @@
+"""Pages analysed in helper processes (``--parse-processes``) give what the scheduler's
+thread gives, in any order of commits, through full pipes, and when a helper dies."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from bspcrawl.analysis import Analysis, AnalysisPool, analyse, decode, encode
+from bspcrawl.counters import Stats
+from bspcrawl.messages import FetchJob, FetchResult
+from bspcrawl.robots.links import LinkCache
+
+
+def page(i: int, rng: random.Random) -> tuple[bytes, str, str | None, bool]:
+    """Page ``i``: (body, URL, charset, whether to index): links, headings, a title, now
+    and then a noindex, a Latin-1 charset, a page without words, a 3 MB page."""
+    words = " ".join(rng.choice(["alpha", "beta", "gamma", "café", "delta"])
+                     for _ in range(rng.randrange(0, 400)))
+    links = "".join(f'<a href="p{rng.randrange(100)}.html">link {j}</a>'
+                    for j in range(rng.randrange(0, 50)))
+    meta = '<meta name="robots" content="noindex">' if i % 7 == 3 else ""
+    html = (f"<html><head><title>Page {i}</title>{meta}</head><body><h1>Head {i}</h1>"
+            f"<h3>{words[:40]}</h3><p>{words}</p>{links}</body></html>")
+    if i % 11 == 5:
+        html += "<p>" + "many words here " * 200_000 + "</p>"  # 3.2 MB
+    charset = "iso-8859-1" if i % 5 == 2 else None
+    body = html.encode(charset or "utf-8", "replace")
+    return body, f"http://site{i % 3}.test/dir/page{i}.html", charset, i % 13 != 4
+
+
+def same(a: Analysis, b: Analysis) -> None:
+    """Assert two analyses are equal (the arrays by value)."""
+    assert a.page == b.page and a.simhash == b.simhash
+    for name in ("hashes", "tf", "sequence"):
+        assert np.array_equal(getattr(a.terms, name), getattr(b.terms, name)), name
+    assert a.terms.as_dict() == b.terms.as_dict()
+    assert (a.parts is None) == (b.parts is None)
+    for x, y in zip(a.parts or (), b.parts or (), strict=True):
+        assert np.array_equal(x, y)
+
+
+def result(i: int, body: bytes, url: str) -> FetchResult:
+    return FetchResult(FetchJob(i, 0, url, "h:80"), status=200, body=body,
+                       content_type="text/html")
+
+
+PAGES = [page(i, random.Random(i)) for i in range(60)]
+
+
+def test_encode_then_decode_gives_the_analysis_back():
+    cache = LinkCache()
+    for body, url, charset, index in PAGES:
+        local = analyse(body, url, charset, index, cache)
+        same(decode(encode(local)), local)
+    assert decode(encode(None)) is None
+
+
+@pytest.mark.parametrize("helpers", [1, 3])
+def test_the_pool_gives_the_local_analysis_in_any_order(helpers):
+    stats = Stats()
+    pool = AnalysisPool(helpers, stats)
+    try:
+        results = [result(i, *p[:2]) for i, p in enumerate(PAGES)]
+        for r, (body, url, charset, index) in zip(results, PAGES, strict=True):
+            pool.submit(r, body, url, charset, index)  # ~18 MB in all: the pipes fill up
+        order = list(range(len(PAGES)))
+        random.Random(7).shuffle(order)
+        cache = LinkCache()
+        for i in order:
+            body, url, charset, index = PAGES[i]
+            got = pool.take(results[i])
+            assert got is not None
+            same(got, analyse(body, url, charset, index, cache))
+        assert pool.take(results[0]) is None  # taken already: the caller analyses it
+        assert not pool.sent and not pool.answers
+        assert stats["analysis/ahead"] == len(PAGES)
+    finally:
+        pool.close()
+    assert all(h.proc.returncode == 0 for h in pool.helpers)
+
+
+def test_a_discarded_page_leaves_nothing_behind():
+    pool = AnalysisPool(1, Stats())
+    try:
+        results = [result(i, *p[:2]) for i, p in enumerate(PAGES[:5])]
+        for r, (body, url, charset, index) in zip(results, PAGES, strict=False):
+            pool.submit(r, body, url, charset, index)
+        pool.discard(results[1])
+        for i in (0, 2, 3, 4):
+            assert pool.take(results[i]) is not None
+        assert not pool.sent and not pool.answers
+    finally:
+        pool.close()
+
+
+def test_a_lost_helper_leaves_its_pages_to_the_scheduler():
+    stats = Stats()
+    pool = AnalysisPool(2, stats)
+    try:
+        results = [result(i, *p[:2]) for i, p in enumerate(PAGES[:20])]
+        for r, (body, url, charset, index) in zip(results, PAGES, strict=False):
+            pool.submit(r, body, url, charset, index)
+        dead = pool.helpers[0]
+        dead.proc.kill()
+        dead.proc.wait()
+        lost = {id(r) for r in results if pool.sent[id(r)][1] is dead}
+        assert lost
+        for r in results:
+            got = pool.take(r)
+            # the survivor's pages come back; the dead one's, if not answered before it died,
+            # are left to the caller (None)
+            assert got is not None or id(r) in lost
+        assert stats["analysis/helpers_lost"] == 1
+        assert not dead.alive and pool.helpers[1].alive
+        late = result(99, *PAGES[0][:2])
+        pool.submit(late, *PAGES[0])
+        assert pool.sent[id(late)][1] is pool.helpers[1]  # only the survivor gets pages
+        assert pool.take(late) is not None
+    finally:
+        pool.close()
