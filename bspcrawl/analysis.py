@@ -215,7 +215,10 @@ class AnalysisPool:
         helper.out += [memoryview(head + url_b + charset_b), memoryview(body)]
         helper.keys.add(key)
         self.sent[id(result)] = (key, helper, result)
-        self._pump(0.0)
+        try:  # what the pipe takes now; answers are read when one is taken
+            helper.write()
+        except BrokenPipeError:
+            self._lost(helper)
 
     def take(self, result: object) -> Analysis | None:
         """The analysis of *result*, waiting for it; None if it was not submitted or its
@@ -225,7 +228,7 @@ class AnalysisPool:
             return None
         key, helper, _ = sent
         while key not in self.answers and key in helper.keys and helper.alive:
-            self._pump(None)
+            self._pump()
         del self.sent[id(result)]
         answer = self.answers.pop(key, None)
         self.stats["analysis/ahead"] += answer is not None
@@ -237,18 +240,15 @@ class AnalysisPool:
         if sent is not None:
             self.answers.pop(sent[0], None)
 
-    def _pump(self, timeout: float | None) -> None:
-        """Write what the pipes take and read the answers in them, waiting up to
-        *timeout* s (None: until one of them is ready) for either."""
+    def _pump(self) -> None:
+        """Wait until a pipe is ready, then write what the pipes take and read the answers
+        in them."""
         alive = [h for h in self.helpers if h.alive]
         if not alive:
             return
         readers = {h.recv_fd: h for h in alive}
         writers = {h.send_fd: h for h in alive if h.out}
-        try:
-            readable, writable, _ = select.select(list(readers), list(writers), [], timeout)
-        except InterruptedError:
-            return
+        readable, writable, _ = select.select(list(readers), list(writers), [])
         for fd in writable:
             try:
                 writers[fd].write()

@@ -33,6 +33,9 @@ def _opt(default: Any, doc: str, unit: str = "") -> Any:
     return field(default=default, metadata={"doc": doc, "unit": unit})
 
 
+MAX_PARSE_PROCESSES = 64  # per rank: more is a typo, not a machine
+
+
 @dataclass
 class Settings:
     """One crawl's configuration; ``docs/options.md`` has the table of every field."""
@@ -181,6 +184,9 @@ class Settings:
                 raise SettingsError(f"{name}: bad regular expression {regex!r}: {e}") from None
         if not 0 <= self.status_port <= 65535:
             raise SettingsError(f"--status-port must be 0..65535, got {self.status_port}")
+        if self.index_parse_processes > MAX_PARSE_PROCESSES:
+            raise SettingsError(f"--parse-processes must be <= {MAX_PARSE_PROCESSES} (per "
+                                f"rank), got {self.index_parse_processes}")
         if self.url_max_length < 16:
             raise SettingsError(f"--url-max-length must be >= 16, got {self.url_max_length}")
         return self
