@@ -18,7 +18,8 @@ few hosts (one site with politeness off: a rank per core cannot split it), not w
 already fill the cores. A helper that dies (a crash in the parser, a kill) is not
 replaced: the pages it held, and those after, are analysed in the scheduler's thread
 (``analysis/helpers_lost``). A helper ends when its pipe closes (its rank ended, even
-killed).
+killed); it ignores SIGINT and SIGTERM, which a Ctrl-C or a kill of the process group
+sends it too: the rank stops at a superstep's end and needs its helpers until then.
 
 Wire: each request is a header (``_REQUEST``: key, sizes, whether to count terms), the
 URL and charset, then the body's bytes as they are; each answer a header (``_ANSWER``)
@@ -296,7 +297,8 @@ def _read_exactly(fd: int, n: int) -> bytes | None:
 
 def main() -> None:
     """A helper: analyse the pages read from stdin, answer on stdout, until stdin ends."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the rank decides when to stop
+    for sig in (signal.SIGINT, signal.SIGTERM):  # the rank decides when to stop (a
+        signal.signal(sig, signal.SIG_IGN)          # Ctrl-C or a kill reaches us too)
     recv_fd, send_fd = 0, os.dup(1)
     os.dup2(2, 1)  # a stray print goes to stderr, not into the answers
     cache = LinkCache()

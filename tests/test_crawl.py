@@ -2,6 +2,7 @@
 
 import json
 import subprocess
+from pathlib import Path
 
 import h5py
 import numpy as np
@@ -121,6 +122,68 @@ def test_max_seconds_and_sigterm_stop_at_a_superstep_boundary(tmp_path):
     assert timed["stopped"] == "max_seconds" and signalled["stopped"] == "signal"
     for info in (timed, signalled):
         assert 0 < info["pages_fetched"] < len(web.truth(web.seeds()))
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (from /proc)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rpartition(")")[2].split()
+        except OSError:  # ended meanwhile
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _gone(pids: list[int], within: float) -> bool:
+    """Whether every process of ``pids`` has ended (or is a zombie) within ``within`` s."""
+    import time
+
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        alive = [p for p in pids if Path(f"/proc/{p}").exists()
+                 and Path(f"/proc/{p}/stat").read_text().rpartition(")")[2].split()[0] != "Z"]
+        if not alive:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_parse_helpers_stay_for_a_group_sigterm_and_end_with_a_killed_rank(tmp_path):
+    """A SIGTERM to the whole process group (a Ctrl-C, a kill of a job) stops the crawl at
+    a superstep's end with its helpers still there; a rank killed outright leaves none."""
+    import os
+    import signal
+    import time
+
+    with serve(pages=600, hosts=20, latency="0.05,0.1") as web:
+        seeds = tmp_path / "seeds.txt"
+        seeds.write_text("\n".join(web.seeds()))
+        for how in ("group-sigterm", "sigkill"):
+            out = tmp_path / how
+            proc = subprocess.Popen([PY, "-m", "bspcrawl", "run", "--seeds", str(seeds),
+                                     "--out", str(out), *UNPACED, "--allow-net",
+                                     "127.0.0.0/8", "--progress", "none",
+                                     "--parse-processes", "2"],
+                                    stderr=subprocess.PIPE, text=True,
+                                    start_new_session=True)
+            time.sleep(3)
+            helpers = _children(proc.pid)
+            assert len(helpers) == 2
+            if how == "sigkill":
+                proc.kill()
+                proc.wait(timeout=30)
+                assert _gone(helpers, 10), "a helper outlived its killed rank"
+                continue
+            os.killpg(proc.pid, signal.SIGTERM)
+            assert proc.wait(timeout=30) == 0, proc.stderr.read()
+            assert _gone(helpers, 10)
+            info = _summary(out)
+            assert info["stopped"] == "signal" and info["pages_fetched"] > 0
+            assert info["counters"]["analysis/ahead"] > 0
+            assert info["counters"].get("analysis/helpers_lost", 0) == 0
 
 
 def test_without_allow_net_a_local_web_is_never_contacted(tmp_path):
