@@ -15,8 +15,9 @@ the page's bytes, URL and charset (each helper has its own ``LinkCache``, a memo
 Costs: the page goes through a pipe and its analysis back (~5% more CPU in all); the
 helpers use cores the rank's scheduler cannot. So it pays where there are spare cores and
 few hosts (one site with politeness off: a rank per core cannot split it), not where ranks
-already fill the cores. A helper that dies (a crash in the parser, a kill) is not
-replaced: the pages it held, and those after, are analysed in the scheduler's thread
+already fill the cores. A helper that dies (a crash in the parser, a kill), or hangs
+(``STALL`` s without a byte while it owes answers: then it is killed), is not replaced:
+the pages it held, and those after, are analysed in the scheduler's thread
 (``analysis/helpers_lost``). A helper ends when its pipe closes (its rank ended, even
 killed); it ignores SIGINT and SIGTERM, which a Ctrl-C or a kill of the process group
 sends it too: the rank stops at a superstep's end and needs its helpers until then.
@@ -111,18 +112,19 @@ def decode(data: bytes | memoryview) -> Analysis | None:
                     None if parts is None else tuple(_arrays(parts)), fingerprint)
 
 
-_REQUEST = struct.Struct("<QIIIB")  # key, URL bytes, charset bytes, body bytes, index
-_ANSWER = struct.Struct("<QI")  # key, pickle bytes
+_REQUEST = struct.Struct("<QIIQB")  # key, URL bytes, charset bytes, body bytes, index
+_ANSWER = struct.Struct("<QQ")  # key, pickle bytes
 PIPE_BYTES = 1 << 20  # each pipe's buffer (Linux's default limit for a user)
+STALL = 120.0  # s without a byte from a helper that owes answers: it is lost (hung)
 
 
 class _Helper:
     """One helper process and its two pipes (our ends non-blocking)."""
 
     def __init__(self) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "bspcrawl.analysis"], stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE, bufsize=0, close_fds=True)
+        self.proc = subprocess.Popen(  # (it checks that it speaks our wire format)
+            [sys.executable, "-m", "bspcrawl.analysis", _REQUEST.format, _ANSWER.format],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, close_fds=True)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.send_fd, self.recv_fd = self.proc.stdin.fileno(), self.proc.stdout.fileno()
         for fd in (self.send_fd, self.recv_fd):
@@ -173,19 +175,19 @@ class _Helper:
         return answers
 
     def close(self, wait: float) -> None:
-        """Close its input (it then ends) and reap it; kill it after ``wait`` s."""
+        """Close both pipes (it then ends: at the end of its input, or as it writes an
+        answer nobody reads) and reap it; kill it after ``wait`` s."""
         if self.closed:
             return
         self.alive, self.closed = False, True
-        if self.proc.stdin is not None:
-            self.proc.stdin.close()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                pipe.close()
         try:
             self.proc.wait(wait)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
-        if self.proc.stdout is not None:
-            self.proc.stdout.close()
 
 
 class AnalysisPool:
@@ -229,7 +231,8 @@ class AnalysisPool:
             return None
         key, helper, _ = sent
         while key not in self.answers and key in helper.keys and helper.alive:
-            self._pump()
+            if not self._pump(STALL):
+                self._lost(helper)  # hung: killed, its pages analysed here
         del self.sent[id(result)]
         answer = self.answers.pop(key, None)
         self.stats["analysis/ahead"] += answer is not None
@@ -241,15 +244,15 @@ class AnalysisPool:
         if sent is not None:
             self.answers.pop(sent[0], None)
 
-    def _pump(self) -> None:
-        """Wait until a pipe is ready, then write what the pipes take and read the answers
-        in them."""
+    def _pump(self, timeout: float) -> bool:
+        """Wait up to *timeout* s until a pipe is ready, then write what the pipes take
+        and read the answers in them; False if none was ready."""
         alive = [h for h in self.helpers if h.alive]
         if not alive:
-            return
+            return True
         readers = {h.recv_fd: h for h in alive}
         writers = {h.send_fd: h for h in alive if h.out}
-        readable, writable, _ = select.select(list(readers), list(writers), [])
+        readable, writable, _ = select.select(list(readers), list(writers), [], timeout)
         for fd in writable:
             try:
                 writers[fd].write()
@@ -265,6 +268,7 @@ class AnalysisPool:
                     self.answers[key] = answer
             if not helper.alive:
                 self._lost(helper)
+        return bool(readable or writable)
 
     def _lost(self, helper: _Helper) -> None:
         """*helper* died: its pages in hand are analysed in the scheduler's thread."""
@@ -295,8 +299,12 @@ def _read_exactly(fd: int, n: int) -> bytes | None:
     return b"".join(parts)
 
 
-def main() -> None:
-    """A helper: analyse the pages read from stdin, answer on stdout, until stdin ends."""
+def main(formats: list[str]) -> None:
+    """A helper: analyse the pages read from stdin, answer on stdout, until stdin ends.
+    *formats*: the wire format its rank speaks (a helper of other code stops at once)."""
+    if formats != [_REQUEST.format, _ANSWER.format]:
+        sys.exit(f"bspcrawl.analysis: the rank speaks {formats}, this helper "
+                 f"{[_REQUEST.format, _ANSWER.format]} (bspcrawl changed under the crawl?)")
     for sig in (signal.SIGINT, signal.SIGTERM):  # the rank decides when to stop (a
         signal.signal(sig, signal.SIG_IGN)          # Ctrl-C or a kill reaches us too)
     recv_fd, send_fd = 0, os.dup(1)
@@ -304,7 +312,9 @@ def main() -> None:
     cache = LinkCache()
     while (head := _read_exactly(recv_fd, _REQUEST.size)) is not None:
         key, n_url, n_charset, n_body, index = _REQUEST.unpack(head)
-        data = _read_exactly(recv_fd, n_url + n_charset + n_body) or b""
+        data = _read_exactly(recv_fd, n_url + n_charset + n_body)
+        if data is None:  # the rank closed the pipe amid a page
+            return
         url = data[:n_url].decode()
         charset = data[n_url:n_url + n_charset].decode() or None
         try:
@@ -324,4 +334,4 @@ def main() -> None:
 if __name__ == "__main__":  # the module's own name, so answers unpickle in the rank
     from bspcrawl.analysis import main as helper_main
 
-    helper_main()
+    helper_main(sys.argv[1:])

@@ -4,10 +4,14 @@ thread gives, in any order of commits, through full pipes, and when a helper die
 from __future__ import annotations
 
 import random
+import signal
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
+from bspcrawl import analysis
 from bspcrawl.analysis import Analysis, AnalysisPool, analyse, decode, encode
 from bspcrawl.counters import Stats
 from bspcrawl.messages import FetchJob, FetchResult
@@ -121,3 +125,35 @@ def test_a_lost_helper_leaves_its_pages_to_the_scheduler():
         assert pool.take(late) is not None
     finally:
         pool.close()
+
+
+def test_closing_with_answers_unread_ends_the_helpers_without_a_kill():
+    """Pages sent and never taken (a crawl stopped with schedules outstanding): the
+    helpers, blocked writing answers nobody reads, end on their own."""
+    pool = AnalysisPool(2, Stats())
+    for i, (body, url, charset, index) in enumerate(PAGES):
+        pool.submit(result(i, body, url), body, url, charset, index)
+    pool.close()
+    assert [h.proc.returncode for h in pool.helpers] == [0, 0]
+
+
+def test_a_hung_helper_is_killed_and_its_pages_left_to_the_scheduler(monkeypatch):
+    monkeypatch.setattr(analysis, "STALL", 0.5)
+    stats = Stats()
+    pool = AnalysisPool(1, stats)
+    try:
+        (helper,) = pool.helpers
+        helper.proc.send_signal(signal.SIGSTOP)  # hangs as a parser in a loop would
+        r = result(0, *PAGES[0][:2])
+        pool.submit(r, *PAGES[0])
+        assert pool.take(r) is None
+        assert stats["analysis/helpers_lost"] == 1 and helper.proc.returncode == -9
+    finally:
+        pool.close()
+
+
+def test_a_helper_of_another_wire_format_stops_with_one_line():
+    run = subprocess.run([sys.executable, "-m", "bspcrawl.analysis", "<Q", "<Q"],
+                         input=b"", capture_output=True)
+    assert run.returncode != 0 and run.stdout == b""
+    assert run.stderr.count(b"\n") == 1 and b"changed under the crawl" in run.stderr
