@@ -69,8 +69,8 @@ COUNTERS: tuple[Counter, ...] = (
             "at that depth or less"),
     Counter("analysis/ahead", TOTAL, "pages analysed by a helper process before their "
             "commit (--parse-processes)"),
-    Counter("analysis/helpers_lost", TOTAL, "helper processes that died (their pages were "
-            "analysed by the rank)"),
+    Counter("analysis/helpers_lost", TOTAL, "helper processes that died or hung (their "
+            "pages were analysed by the rank)"),
     Counter("frontier/host_cap", TOTAL, "URLs arrived past --max-host-pages of their host"),
     Counter("frontier/domain_cap", TOTAL, "URLs arrived past --max-domain-pages of their "
             "registered domain"),
