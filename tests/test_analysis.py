@@ -4,6 +4,7 @@ thread gives, in any order of commits, through full pipes, and when a helper die
 from __future__ import annotations
 
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -16,6 +17,7 @@ from bspcrawl.analysis import Analysis, AnalysisPool, analyse, decode, encode
 from bspcrawl.counters import Stats
 from bspcrawl.messages import FetchJob, FetchResult
 from bspcrawl.robots.links import LinkCache
+from bspcrawl.testweb.hostile import HostileConfig, HostileWeb
 
 
 def page(i: int, rng: random.Random) -> tuple[bytes, str, str | None, bool]:
@@ -157,3 +159,33 @@ def test_a_helper_of_another_wire_format_stops_with_one_line():
                          input=b"", capture_output=True)
     assert run.returncode != 0 and run.stdout == b""
     assert run.stderr.count(b"\n") == 1 and b"changed under the crawl" in run.stderr
+
+
+def test_hostile_answers_give_the_same_analysis_through_the_pool():
+    """Every answer body of a small hostile web (broken markup, odd charsets, floods,
+    binary claimed as HTML), sent to helpers and analysed here, agrees."""
+    config = HostileConfig(seed=3, hosts=2, pages=30, refused=0, port=8766)
+    web = HostileWeb(config)
+    pages = []
+    for netloc in web.netlocs:
+        for target in ["/", *(f"/p/{n}" for n in range(config.pages))]:
+            for k in range(2):
+                plan = web.plan(netloc, target, k)
+                found = re.search(rb"\ncontent-type: [^\r\n]*charset=([^\r\n;]*)",
+                                  plan.head.lower())
+                pages.append((plan.body, f"http://{netloc}{target}",
+                              found and found[1].decode("latin-1"), True))
+    pages = [p for p in pages if p[0]]
+    assert len(pages) > 80
+    pool = AnalysisPool(2, Stats())
+    try:
+        results = [result(i, body, url) for i, (body, url, _, _) in enumerate(pages)]
+        for r, page_args in zip(results, pages, strict=True):
+            pool.submit(r, *page_args)
+        cache = LinkCache()
+        for r, (body, url, charset, index) in zip(results, pages, strict=True):
+            got = pool.take(r)
+            assert got is not None
+            same(got, analyse(body, url, charset, index, cache))
+    finally:
+        pool.close()
