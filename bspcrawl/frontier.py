@@ -36,6 +36,7 @@ the same order. Priorities: shallower first (``-depth``), ties broken by the CBT
 from __future__ import annotations
 
 import heapq
+import math
 import re
 import time
 from collections import deque
@@ -245,6 +246,12 @@ class Frontier:
     def fingerprints(self, urls: list[str]) -> np.ndarray:
         """Seen-set keys (int64) of canonical URLs: tracking and session parameters cut."""
         return key_fingerprints(urls, self.strip)
+
+    def next_ready(self) -> float:
+        """When the first resting host may get a job, or the first revisit is due
+        (``inf``: none)."""
+        return min(self.resting[0][0] if self.resting else math.inf,
+                   self.revisits[0][0] if self.revisits else math.inf)
 
     def next_jobs(self, seq: int, now: float | None = None) -> list[FetchJob]:
         """The jobs of schedule ``seq``: one per host that can take one, Q before the CBT,

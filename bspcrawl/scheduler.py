@@ -51,7 +51,8 @@ from bspcrawl.robots.fetcher import Fetcher
 from bspcrawl.settings import Settings
 
 MAX_RESCHEDULES = 2  # fetcher threads a job may outlive (hang) before it is an error
-IDLE_SLEEP = 0.005  # s, a superstep's pause when all of a rank's hosts are resting
+IDLE_SLEEP = 0.005  # s, the least wait of a superstep when all of a rank's hosts rest
+IDLE_MAX = 0.25  # s, the most, alone (P = 1); with other ranks IDLE_SLEEP: they sync
 COLLECT_WAIT = 0.05  # s, the longest wait for one result while a schedule is due
 
 
@@ -87,10 +88,11 @@ class Scheduler:
                  fetcher: Callable[[Settings], FetcherLike] = Fetcher,
                  clock: Callable[[], float] = time.monotonic,
                  wall: Callable[[], float] = time.time,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 idle_max: float = IDLE_SLEEP) -> None:
         self.settings, self.frontier, self.window = settings, frontier, window
         self.archive, self.committer, self.stats = archive, committer, stats
-        self.new_fetcher, self.clock, self.wall, self.sleep = fetcher, clock, wall, sleep
+        self.new_fetcher, self.clock, self.wall = fetcher, clock, wall
+        self.idle_max = idle_max
         self.fetcher = fetcher(settings)
         self.reschedules: dict[tuple[int, int], int] = {}  # (seq, index) -> threads outlived
 
@@ -150,7 +152,15 @@ class Scheduler:
         for r in cached:
             self.window.deliver(r.job.seq, r.job.index, r)
         if not jobs and not links and (self.frontier.resting or self.frontier.revisits):
-            self.sleep(IDLE_SLEEP)  # every host with URLs is resting: do not spin
+            self._idle()
+
+    def _idle(self) -> None:
+        """Every host with URLs is resting: wait for a fetch result or the end of the first
+        rest, at least ``IDLE_SLEEP`` s (no spinning) and at most ``idle_max`` (a rank
+        alone waits up to ``IDLE_MAX``: no superstep a few ms for nothing, under a
+        Crawl-delay; among other ranks, ``IDLE_SLEEP``: the sync waits for the slowest)."""
+        rest = self.frontier.next_ready() - self.clock()
+        self._collect(min(self.idle_max, max(IDLE_SLEEP, rest)))
 
     def _commit(self, result: FetchResult, links: list[Link]) -> None:
         """Account for one result and commit it if it is a page's final answer."""

@@ -54,7 +54,7 @@ from bspcrawl.partition import (
     unpack,
 )
 from bspcrawl.progress import Progress
-from bspcrawl.scheduler import Scheduler
+from bspcrawl.scheduler import IDLE_MAX, IDLE_SLEEP, Scheduler
 from bspcrawl.settings import Settings
 from bspcrawl.urls import host_key
 
@@ -163,7 +163,7 @@ class Crawl:
                               self.frontier.fingerprints, s.crawl_max_outlinks, self.stats,
                               s.crawl_max_page_hosts, pool)
         self.scheduler = Scheduler(s, self.frontier, self.window, self.archive, committer,
-                                   self.stats)
+                                   self.stats, idle_max=IDLE_MAX if self.size == 1 else IDLE_SLEEP)
         old = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT,
                                                                   signal.SIGTERM)}
         stopping, stopped = "", ""

@@ -21,7 +21,7 @@ from bspcrawl.index.archive import Archive
 from bspcrawl.index.store import RankStore, rank_path
 from bspcrawl.index.window import Window
 from bspcrawl.messages import FetchJob, FetchResult, Link
-from bspcrawl.scheduler import IDLE_SLEEP, MAX_RESCHEDULES, Scheduler
+from bspcrawl.scheduler import IDLE_MAX, IDLE_SLEEP, MAX_RESCHEDULES, Scheduler
 from bspcrawl.settings import Settings
 
 UNPACED = {"politeness_min_host_delay": 0.0, "politeness_response_factor": 0.0}
@@ -39,7 +39,8 @@ def page(*hrefs: str, words: str = "") -> dict:
 
 
 class Clock:
-    """A monotonic clock that moves only when told to (or slept on)."""
+    """A monotonic clock that moves only when told to, or waited on (``slept``: each
+    wait for a result that ended with none)."""
 
     def __init__(self, t: float = 1000.0) -> None:
         self.t = t
@@ -127,7 +128,7 @@ class FakeFetcher:
         if self.results:
             return self.results.popleft()
         if timeout:
-            self.web.clock.t += timeout  # blocked that long, for nothing
+            self.web.clock.sleep(timeout)  # blocked that long, for nothing
             assert self.web.clock.t < HOUR, "the scheduler waits for a result forever"
         return None
 
@@ -169,12 +170,12 @@ class Recorder(Committer):
 
 
 class Rig:
-    """One rank's scheduler with a fake clock, wall, sleep and fetcher, driven superstep
+    """One rank's scheduler with a fake clock, wall and fetcher, driven superstep
     by superstep as ``superstep.Crawl.run`` does on P = 1 (links found at one superstep are
     received at the next)."""
 
     def __init__(self, tmp_path: Path, pages: dict, seeds: list[str] | list[Link],
-                 warc: bool = False, **settings: object) -> None:
+                 warc: bool = False, idle_max: float = IDLE_SLEEP, **settings: object) -> None:
         self.out = tmp_path
         self.settings = Settings(**{**UNPACED, "fetch_workers": 2, **settings}).validate()
         self.clock = Clock()
@@ -190,7 +191,7 @@ class Rig:
         self.scheduler = Scheduler(self.settings, self.frontier, self.window, self.archive,
                                    self.committer, self.stats, fetcher=self.web,
                                    clock=self.clock, wall=self.clock.wall,
-                                   sleep=self.clock.sleep)
+                                   idle_max=idle_max)
         self.inbox = [x if isinstance(x, Link) else Link(x) for x in seeds]
         self.superstep = 0
 
@@ -323,7 +324,7 @@ def test_a_429_is_fetched_again_after_its_rest_and_committed_once(tmp_path):
     first = next(r for r in rig.web.answered if r.job is busy[0][1])
     assert busy[1][0] >= first.ended + 0.2  # the host rested after the 429
     assert busy[1][1].seq > busy[0][1].seq
-    assert rig.clock.slept and set(rig.clock.slept) == {IDLE_SLEEP}  # idle, not spinning
+    assert IDLE_SLEEP in rig.clock.slept and min(rig.clock.slept) >= IDLE_SLEEP  # no spin
     assert rig.stats["fetch/retried"] == 1
     committed = [r for _, r in rig.committed() if r.job.url == "http://a.test/busy"]
     assert [(r.status, r.job.seq) for r in committed] == [(200, busy[1][1].seq)]
@@ -437,7 +438,7 @@ def test_a_paced_host_waits_for_its_rest_on_the_clock(tmp_path):
     (robots,) = [r for r in rig.web.answered if r.job.robotstxt]
     when, first = rig.web.submitted()[1]
     assert robots.ended + 0.5 <= when < robots.ended + 0.5 + 0.1
-    assert rig.clock.slept and set(rig.clock.slept) == {IDLE_SLEEP}
+    assert IDLE_SLEEP in rig.clock.slept and min(rig.clock.slept) >= IDLE_SLEEP
     # the next page waits for the first to be answered, then its Crawl-delay
     for _ in range(5):
         rig.step()
@@ -450,6 +451,27 @@ def test_a_paced_host_waits_for_its_rest_on_the_clock(tmp_path):
     for (_, a), (t, _) in zip(jobs[1:], jobs[2:], strict=False):
         assert ended[id(a)] + 2.0 <= t < ended[id(a)] + 2.1
     assert rig.scheduler.unreleased() == 0 and rig.window.in_flight() == 0
+
+
+def test_a_rank_alone_waits_out_a_crawl_delay_in_few_supersteps_and_on_time(tmp_path):
+    """P = 1 (``idle_max=IDLE_MAX``): a host under a Crawl-delay of 2 s costs a few
+    supersteps a rest, not one every ``IDLE_SLEEP``; its jobs still start on time."""
+    pages = {"http://a.test/robots.txt": {"status": 200,
+                                          "body": b"User-agent: *\nCrawl-delay: 2\n"},
+             "http://a.test/": page("/1", "/2", "/3")}
+    counts = {}
+    for idle_max in (IDLE_SLEEP, IDLE_MAX):
+        rig = Rig(tmp_path / str(idle_max), pages, ["http://a.test/"], idle_max=idle_max)
+        rig.crawl(most=3000)
+        jobs = rig.web.submitted()
+        assert len(jobs) == 5
+        ended = {id(r.job): r.ended for r in rig.web.answered}
+        for (_, a), (t, _) in zip(jobs[1:], jobs[2:], strict=False):
+            assert ended[id(a)] + 2.0 <= t < ended[id(a)] + 2.0 + IDLE_SLEEP + 1e-9
+        assert max(rig.clock.slept) <= idle_max
+        counts[idle_max] = rig.superstep
+    assert counts[IDLE_SLEEP] > 3 * 2.0 / IDLE_SLEEP  # three rests of 2 s, 5 ms at a time
+    assert counts[IDLE_MAX] < 3 * (2.0 / IDLE_MAX + 4)
 
 
 def test_draining_commits_every_outstanding_schedule_and_opens_none(tmp_path):
