@@ -89,6 +89,8 @@ COUNTERS: tuple[Counter, ...] = (
     Counter("window/late", TOTAL, "deferred jobs' results committed when they came"),
     Counter("window/rescheduled", TOTAL, "jobs handed to a new fetcher thread"),
     Counter("fetcher/replaced", TOTAL, "fetcher threads replaced (died or hung)"),
+    Counter("scheduler/idle", STEP, "1: every host with URLs rested, no job to give (the "
+            "superstep waited for a result or a rest's end)", synced=True),
     Counter("exchange/urls_in", STEP, "links received from the ranks (this one included)"),
     Counter("exchange/urls_found", STEP, "links found by the pages committed"),
     Counter("exchange/urls_remote", STEP, "links sent to other ranks"),

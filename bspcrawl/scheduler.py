@@ -52,7 +52,7 @@ from bspcrawl.settings import Settings
 
 MAX_RESCHEDULES = 2  # fetcher threads a job may outlive (hang) before it is an error
 IDLE_SLEEP = 0.005  # s, the least wait of a superstep when all of a rank's hosts rest
-IDLE_MAX = 0.25  # s, the most, alone (P = 1); with other ranks IDLE_SLEEP: they sync
+IDLE_MAX = 0.05  # s, the most, when every rank was idle the superstep before
 COLLECT_WAIT = 0.05  # s, the longest wait for one result while a schedule is due
 
 
@@ -156,9 +156,11 @@ class Scheduler:
 
     def _idle(self) -> None:
         """Every host with URLs is resting: wait for a fetch result or the end of the first
-        rest, at least ``IDLE_SLEEP`` s (no spinning) and at most ``idle_max`` (a rank
-        alone waits up to ``IDLE_MAX``: no superstep a few ms for nothing, under a
-        Crawl-delay; among other ranks, ``IDLE_SLEEP``: the sync waits for the slowest)."""
+        rest, at least ``IDLE_SLEEP`` s (no spinning) and at most ``idle_max``, which the
+        superstep loop sets after each sync: ``IDLE_MAX`` when every rank was idle (under
+        a Crawl-delay, a superstep every few ms would be for nothing), else ``IDLE_SLEEP``
+        (a rank with work would wait for this one at the sync)."""
+        self.stats["scheduler/idle"] = 1
         rest = self.frontier.next_ready() - self.clock()
         self._collect(min(self.idle_max, max(IDLE_SLEEP, rest)))
 

@@ -163,7 +163,7 @@ class Crawl:
                               self.frontier.fingerprints, s.crawl_max_outlinks, self.stats,
                               s.crawl_max_page_hosts, pool)
         self.scheduler = Scheduler(s, self.frontier, self.window, self.archive, committer,
-                                   self.stats, idle_max=IDLE_MAX if self.size == 1 else IDLE_SLEEP)
+                                   self.stats)
         old = {sig: signal.signal(sig, self._on_signal) for sig in (signal.SIGINT,
                                                                   signal.SIGTERM)}
         stopping, stopped = "", ""
@@ -175,6 +175,8 @@ class Crawl:
                 links = self.scheduler.run(draining=bool(stopping))  # run
                 outbox = self.send_messages(links)                  # send_messages
                 g = self.sync(outbox, start)                        # sync
+                self.scheduler.idle_max = IDLE_MAX if g["scheduler/idle"] == self.size \
+                    else IDLE_SLEEP
                 self.store.add_stats(self.stats.row(self.rank, k))
                 if self.progress:
                     self.progress.update(k, g)

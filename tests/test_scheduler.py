@@ -453,9 +453,9 @@ def test_a_paced_host_waits_for_its_rest_on_the_clock(tmp_path):
     assert rig.scheduler.unreleased() == 0 and rig.window.in_flight() == 0
 
 
-def test_a_rank_alone_waits_out_a_crawl_delay_in_few_supersteps_and_on_time(tmp_path):
-    """P = 1 (``idle_max=IDLE_MAX``): a host under a Crawl-delay of 2 s costs a few
-    supersteps a rest, not one every ``IDLE_SLEEP``; its jobs still start on time."""
+def test_idle_ranks_wait_out_a_crawl_delay_in_few_supersteps_and_on_time(tmp_path):
+    """Every rank idle (``idle_max=IDLE_MAX``): a host under a Crawl-delay of 2 s costs a
+    few supersteps a rest, not one every ``IDLE_SLEEP``; its jobs still start on time."""
     pages = {"http://a.test/robots.txt": {"status": 200,
                                           "body": b"User-agent: *\nCrawl-delay: 2\n"},
              "http://a.test/": page("/1", "/2", "/3")}
@@ -471,7 +471,7 @@ def test_a_rank_alone_waits_out_a_crawl_delay_in_few_supersteps_and_on_time(tmp_
         assert max(rig.clock.slept) <= idle_max
         counts[idle_max] = rig.superstep
     assert counts[IDLE_SLEEP] > 3 * 2.0 / IDLE_SLEEP  # three rests of 2 s, 5 ms at a time
-    assert counts[IDLE_MAX] < 3 * (2.0 / IDLE_MAX + 4)
+    assert counts[IDLE_MAX] <= 3 * 2.0 / IDLE_MAX + 20  # (+ robots.txt, commits)
 
 
 def test_draining_commits_every_outstanding_schedule_and_opens_none(tmp_path):
