@@ -202,7 +202,8 @@ class AnalysisPool:
         self.stats = stats
         self.helpers = [_Helper() for _ in range(n)]
         self.next_key = 0
-        self.sent: dict[int, tuple[int, _Helper, object]] = {}  # id(result) -> key, ...
+        # id(result) -> its key, helper, and the result (held, so that its id stays its own)
+        self.sent: dict[int, tuple[int, _Helper, object]] = {}
         self.answers: dict[int, Analysis | None] = {}  # key -> analysis, not taken yet
 
     def submit(self, result: object, body: bytes, url: str, charset: str | None,

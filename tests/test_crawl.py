@@ -124,17 +124,19 @@ def test_max_seconds_and_sigterm_stop_at_a_superstep_boundary(tmp_path):
         assert 0 < info["pages_fetched"] < len(web.truth(web.seeds()))
 
 
+def _stat(pid: str | int) -> list[str] | None:
+    """The fields of ``/proc/PID/stat`` after the command (state, parent, ...); None for a
+    process gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+
+
 def _children(pid: int) -> list[int]:
     """The processes whose parent is ``pid`` (from /proc)."""
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rpartition(")")[2].split()
-        except OSError:  # ended meanwhile
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
+    return [int(p.name) for p in Path("/proc").glob("[0-9]*")
+            if (fields := _stat(p.name)) is not None and int(fields[1]) == pid]
 
 
 def _gone(pids: list[int], within: float) -> bool:
@@ -143,9 +145,7 @@ def _gone(pids: list[int], within: float) -> bool:
 
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
-        alive = [p for p in pids if Path(f"/proc/{p}").exists()
-                 and Path(f"/proc/{p}/stat").read_text().rpartition(")")[2].split()[0] != "Z"]
-        if not alive:
+        if all((fields := _stat(p)) is None or fields[0] == "Z" for p in pids):
             return True
         time.sleep(0.1)
     return False
