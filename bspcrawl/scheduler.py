@@ -47,7 +47,7 @@ from bspcrawl.frontier import Frontier
 from bspcrawl.index.archive import Archive
 from bspcrawl.index.window import DEFERRED, Window
 from bspcrawl.messages import FetchJob, FetchResult, Link
-from bspcrawl.robots.fetcher import Fetcher
+from bspcrawl.robots.fetcher import WITHDRAWN, Fetcher
 from bspcrawl.settings import Settings
 
 MAX_RESCHEDULES = 2  # fetcher threads a job may outlive (hang) before it is an error
@@ -72,6 +72,7 @@ class FetcherLike(Protocol):
     def get(self, timeout: float | None = None) -> FetchResult | None: ...
     def healthy(self, stall: float) -> bool: ...
     def paused(self) -> contextlib.AbstractContextManager[None]: ...
+    def withdraw(self) -> None: ...
     def close(self, wait: float = 10.0) -> None: ...
 
 
@@ -79,8 +80,8 @@ class Scheduler:
     """The receive and run steps of one rank (see the module docstring).
 
     API: :meth:`receive` the links delivered, :meth:`run` (commit, then schedule; returns
-    the links found), :meth:`unreleased` page jobs, :meth:`unfinished` jobs (for a
-    checkpoint), :meth:`close`.
+    the links found), :meth:`withdraw` the jobs not started (a stop), :meth:`unreleased`
+    page jobs, :meth:`unfinished` jobs (for a checkpoint), :meth:`close`.
     """
 
     def __init__(self, settings: Settings, frontier: Frontier, window: Window,
@@ -95,6 +96,9 @@ class Scheduler:
         self.idle_max = idle_max
         self.fetcher = fetcher(settings)
         self.reschedules: dict[tuple[int, int], int] = {}  # (seq, index) -> threads outlived
+        self.withdrawing = False
+        self.withdrawn: set[tuple[int, int]] = set()  # (seq, index) given back unstarted
+        self.held_from: int | None = None  # the first schedule with a job withdrawn
 
     def receive(self, links: list[Link]) -> int:
         """receive_messages: their anchor text credited to their targets, links into the
@@ -112,7 +116,8 @@ class Scheduler:
         with nothing to do. (A decision on counts only: the crawl stays reproducible.)"""
         links: list[Link] = []
         self._supervise()
-        while self.window.full() or (draining and len(self.window)):
+        while (self.window.full() or (draining and len(self.window))) \
+                and self.window.base != self.held_from:
             self._release(draining, links)
         self._collect(COLLECT_WAIT if draining and self.window.deferred else None)
         for result in self.window.late:  # stragglers deferred earlier, committed once
@@ -128,6 +133,16 @@ class Scheduler:
                 self._release(draining, links)
         self.stats["exchange/urls_found"] += len(links)
         return links
+
+    def withdraw(self) -> None:
+        """A stop (a signal, ``--max-seconds``): the fetch workers give back the jobs they
+        have not started, which may wait for a host's rest or backoff up to
+        ``--max-backoff``. The schedules before the first one with a job given back are
+        committed as their transfers end (at most ``--fetch-timeout``); that one and those
+        after it stay outstanding, and a checkpoint keeps their jobs to fetch on resume
+        (:meth:`unfinished`), as after a kill."""
+        self.withdrawing = True
+        self.fetcher.withdraw()
 
     def _release(self, draining: bool, links: list[Link]) -> None:
         """Commit the oldest outstanding schedule, waiting for its results."""
@@ -182,7 +197,13 @@ class Scheduler:
         (``Committer.prepare``)."""
         result = self.fetcher.get(timeout)
         while result is not None:
-            if self.window.deliver(result.job.seq, result.job.index, result):
+            job = result.job
+            if result.error == WITHDRAWN:
+                self.withdrawn.add((job.seq, job.index))
+                if job.seq in self.window.outstanding and (self.held_from is None
+                                                           or job.seq < self.held_from):
+                    self.held_from = job.seq
+            elif self.window.deliver(job.seq, job.index, result):
                 self.committer.prepare(result)
             result = self.fetcher.get()
 
@@ -194,7 +215,7 @@ class Scheduler:
         timeout = self.settings.window_straggler_timeout
         self._collect()
         waited = not self.window.acknowledged(seq)
-        while not self.window.acknowledged(seq):
+        while not self.window.acknowledged(seq) and seq != self.held_from:
             self._supervise()
             if timeout and not draining and self.clock() - t0 >= timeout:
                 self.stats["window/deferred"] += self.window.defer(seq)
@@ -213,6 +234,8 @@ class Scheduler:
         self._collect()
         self.fetcher.close(wait=0.0)
         self.fetcher = self.new_fetcher(self.settings)
+        if self.withdrawing:
+            self.fetcher.withdraw()
         self.stats["fetcher/replaced"] += 1
         unanswered = [(s.seq, i, job) for s in self.window.outstanding.values()
                       for i, job in enumerate(s.jobs) if s.results[i] is None]
@@ -231,10 +254,14 @@ class Scheduler:
         self.fetcher.submit(_suspects_last(again))
 
     def unreleased(self) -> int:
-        """Page jobs scheduled and not committed yet (a deferred one too); a robots.txt
-        job is not a page, and while one is out its host's URLs wait in the frontier."""
+        """Page jobs scheduled and not committed yet (a deferred one too) that this run
+        will still commit: none from the first schedule with a job withdrawn on. A
+        robots.txt job is not a page, and while one is out its host's URLs wait in the
+        frontier."""
+        held = self.held_from
         return sum(not j.robotstxt for s in self.window.outstanding.values()
-                   for j in s.jobs) + len(self.window.deferred)
+                   if held is None or s.seq < held for j in s.jobs) \
+            + len(self.window.deferred.keys() - self.withdrawn)
 
     def unfinished(self) -> list[FetchJob]:
         """Jobs scheduled and not committed (to fetch again after a resume)."""

@@ -182,7 +182,9 @@ class Crawl:
                     self.progress.update(k, g)
                 if self.status:
                     self.status.update(k, g)
-                stopping, stopped = self._decide(g, stopping)
+                was, (stopping, stopped) = stopping, self._decide(g, stopping)
+                if stopping in ("signal", "max_seconds") and not was:
+                    self.scheduler.withdraw()  # a stop need not wait out hosts' rests
                 if stopped or (s.checkpoint_every and k % s.checkpoint_every == 0):
                     self._checkpoint(k)
                 elif self.store.buffered >= s.index_flush_pages:

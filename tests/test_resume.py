@@ -14,6 +14,7 @@ import xxhash
 from bspcrawl import checkpoint
 from bspcrawl.index.warc import read_body
 from tests.crawling import ENV, MPIEXEC, PY, UNPACED, crawl, serve
+from tests.sites import Site, page
 
 pytestmark = pytest.mark.slow
 
@@ -71,8 +72,11 @@ def test_resume_after_a_kill_while_the_seen_set_had_spilled(tmp_path):
                        "--queue-seen-memory", "512",
                        env={**ENV, "BSPCRAWL_FAULT": "1:20:after"})
         assert killed.returncode != 0
+        # the killed rank leaves its spill files; rank 0 deletes its own if it sees the
+        # peer's death (an MPI error: its `finally` closes the seen set) before mpiexec
+        # kills it, so only rank 1's files are certain to be there
         spilled = {path.parent.name for path in (out / "seen").rglob("run-*.npy")}
-        assert spilled == {"rank-0000", "rank-0001"}, "a rank did not spill"
+        assert "rank-0001" in spilled, "the killed rank had not spilled"
         res = resume(2, out, "--checkpoint-every", "10")
         assert res.returncode == 0, res.stderr
     assert_complete_and_exact(out, web)
@@ -126,6 +130,35 @@ def test_stop_then_resume_on_fewer_ranks(tmp_path):
         res = resume(2, out)
         assert res.returncode == 0, res.stderr
     assert_complete_and_exact(out, web)
+
+
+def test_a_stop_does_not_wait_out_a_hosts_backoff(tmp_path):
+    # a 429 rests its host 12 s, and the jobs queued behind it at the fetch workers with
+    # it: the stop gives them back (fetched on resume) instead of waiting for them (a
+    # superstep waits for them --window-straggler-timeout at most)
+    out = tmp_path / "out"
+    routes = {"/robots.txt": [(404, {}, b"")], "/": [page("/busy", "/a", "/b", "/c")],
+              "/busy": [(429, {"Retry-After": "12"}, b""), page(text="finally")],
+              **{f"/{p}": [page(text=p)] for p in "abc"}}
+    site = Site(routes)
+    try:
+        res = crawl(1, [site.url + "/"], out, "--max-seconds", "1", "--workers", "4",
+                    "--window-straggler-timeout", "1")
+        assert res.returncode == 0, res.stderr
+        with h5py.File(out / "crawl.h5") as f:
+            assert f.attrs["stopped"] == "max_seconds"
+            assert f.attrs["wall_s"] < 8, "the stop waited for the host's rest"
+            assert site.url + "/" in set(f["pages/url"].asstr()[:])
+        assert site.paths().count("/busy") == 1
+        res = resume(1, out, "--max-seconds", "0")
+        assert res.returncode == 0, res.stderr
+    finally:
+        site.close()
+    with h5py.File(out / "crawl.h5") as f:
+        urls = f["pages/url"].asstr()[:].tolist()
+        assert set(f["pages/status"][:].tolist()) == {200}
+    assert sorted(urls) == sorted(site.url + p for p in ("/", "/busy", "/a", "/b", "/c"))
+    assert site.paths().count("/busy") == 2
 
 
 def test_a_damaged_checkpoint_falls_back_or_fails_clearly(tmp_path):

@@ -54,6 +54,7 @@ from bspcrawl.robots.robotstxt import MAX_ROBOTS_BYTES
 from bspcrawl.settings import Settings
 
 ROBOTS_TXT_HOPS = 5  # RFC 9309 2.3.1.2: follow at least five redirects for robots.txt
+WITHDRAWN = "withdrawn"  # FetchResult.error of a job given back unstarted (Fetcher.withdraw)
 WAIT_MAX = 0.05  # s, the longest the fetcher thread sleeps between looks at its state
 PAUSE_MAX = 0.25  # s, the longest it stays paused (Fetcher.paused) between two looks
 
@@ -201,6 +202,7 @@ class Fetcher:
         self._stop = threading.Event()
         self._go = threading.Event()  # cleared while the scheduler commits (paused)
         self._go.set()
+        self._withdraw = threading.Event()  # give back every job not started (sticky)
         # State of the fetcher thread alone:
         self._queues: dict[str, deque[FetchJob]] = {}  # per host, jobs in schedule order
         self._resting: list[tuple[float, int, str]] = []  # (not before, tie, host)
@@ -254,6 +256,13 @@ class Fetcher:
             yield
         finally:
             self._go.set()
+
+    def withdraw(self) -> None:
+        """Give back every job not started yet, now and from now on, as a result with the
+        error :data:`WITHDRAWN` (a stop: such jobs may wait for a host's rest or backoff
+        up to ``--max-backoff``); transfers running go on."""
+        self._withdraw.set()
+        self._wake()
 
     def close(self, wait: float = 10.0) -> None:
         """Stop the thread (waiting up to ``wait`` s); transfers still running are
@@ -317,6 +326,8 @@ class Fetcher:
                     break
                 queues.setdefault(job.host, deque()).append(job)
                 self._list(job.host)
+            if self._withdraw.is_set():
+                self._give_back()
             now = time.monotonic()
             while resting and resting[0][0] <= now:
                 host = heapq.heappop(resting)[2]
@@ -357,6 +368,20 @@ class Fetcher:
             tr.curl.close()
         multi.close()
         self._wake_r.close()
+
+    def _give_back(self) -> None:
+        """Hand every queued job back as :data:`WITHDRAWN`, in schedule order."""
+        jobs = sorted((job for q in self._queues.values() for job in q),
+                      key=lambda j: (j.seq, j.index))
+        for q in self._queues.values():
+            q.clear()
+        self._resting.clear()
+        self._ready.clear()
+        self._listed.clear()
+        for host in [h for h in self._queues if h not in self._busy]:
+            del self._queues[host]
+        for job in jobs:
+            self._results.put(FetchResult(job, error=WITHDRAWN))
 
     def _wait(self, multi: pycurl.CurlMulti, active: bool) -> None:
         """Sleep until a transfer's socket is ready, jobs are submitted, a host's rest
