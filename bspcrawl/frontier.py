@@ -366,6 +366,7 @@ class Frontier:
         host = self.hosts[key]
         if host.rules is None or (host.rules_until and now >= host.rules_until):
             host.rules, host.robots_in_flight = None, True
+            self.touched.add(key)  # its rules are gone: an incremental checkpoint says so
             host.outstanding += 1
             url = host.first().url
             jobs.append(FetchJob(seq, len(jobs), robots_url(url), key, host.delay, True,

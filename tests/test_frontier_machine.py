@@ -159,7 +159,7 @@ class FrontierMachine(RuleBasedStateMachine):
                     "a paced host got a second job out"
             hosts_in_schedule.append(key)
             delay = self.delay.setdefault(key, self.settings.politeness_min_host_delay)
-            assert job.delay == delay
+            assert job.delay == delay, (job, delay, self.rules.get(key), self.until.get(key))
             if job.robotstxt:
                 assert job.url == f"http://{key.removesuffix(':80')}/robots.txt"
                 assert self.rules.get(key) is None or self.now >= self.until[key], \
