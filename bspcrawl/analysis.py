@@ -15,12 +15,15 @@ the page's bytes, URL and charset (each helper has its own ``LinkCache``, a memo
 Costs: the page goes through a pipe and its analysis back (~5% more CPU in all); the
 helpers use cores the rank's scheduler cannot. So it pays where there are spare cores and
 few hosts (one site with politeness off: a rank per core cannot split it), not where ranks
-already fill the cores. A helper that dies (a crash in the parser, a kill), or hangs
-(``STALL`` s without a byte while it owes answers: then it is killed), is not replaced:
-the pages it held, and those after, are analysed in the scheduler's thread
-(``analysis/helpers_lost``). A helper ends when its pipe closes (its rank ended, even
-killed); it ignores SIGINT and SIGTERM, which a Ctrl-C or a kill of the process group
-sends it too: the rank stops at a superstep's end and needs its helpers until then.
+already fill the cores. Hence the default, :data:`AUTO` (:func:`helpers_for`): one helper
+per rank when the machine has a core to spare for each, else none.
+
+A helper that dies (a crash in the parser, a kill), or hangs (``STALL`` s without a byte
+while it owes answers: then it is killed), is not replaced: the pages it held, and those
+after, are analysed in the scheduler's thread (``analysis/helpers_lost``). A helper ends
+when its pipe closes (its rank ended, even killed); it ignores SIGINT and SIGTERM, which a
+Ctrl-C or a kill of the process group sends it too: the rank stops at a superstep's end
+and needs its helpers until then.
 
 Wire: each request is a header (``_REQUEST``: key, sizes, whether to count terms), the
 URL and charset, then the body's bytes as they are; each answer a header (``_ANSWER``)
@@ -49,6 +52,19 @@ from bspcrawl.counters import Stats
 from bspcrawl.index.simhash import simhash
 from bspcrawl.index.terms import EMPTY, TermCounts, count_terms_with
 from bspcrawl.robots.links import LinkCache, ParsedPage, parse_html
+
+AUTO = -1  # --parse-processes: one helper per rank if the machine has a core to spare for it
+
+
+def helpers_for(setting: int, node_ranks: int) -> int:
+    """The helper processes a rank starts: ``setting``, or for :data:`AUTO` one when the
+    cores this process may run on are at least twice the ranks on its machine, else none.
+    (Measured on 2 cores, P = 1: the same CPU within 5% and 10-30% less wall time on the
+    real trees, the throughput web and the speedup web; P = 2 with a helper each: up to
+    13% more CPU where the ranks already fill the cores, docs/performance/realweb.md.)"""
+    if setting != AUTO:
+        return setting
+    return int(len(os.sched_getaffinity(0)) >= 2 * node_ranks)
 
 
 class Analysis(NamedTuple):

@@ -47,6 +47,15 @@ def wait(requests: list[MPI.Request]) -> None:
         delay = min(POLL_MAX, delay * 2 or POLL_MIN)
 
 
+def node_size(comm: MPI.Comm) -> int:
+    """How many ranks of ``comm`` run on this machine (this one included); collective."""
+    node = comm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        return node.Get_size()
+    finally:
+        node.Free()
+
+
 def barrier(comm: MPI.Comm) -> None:
     """A barrier that does not busy-poll (``Ibarrier`` + :func:`wait`)."""
     wait([comm.Ibarrier()])

@@ -127,8 +127,9 @@ class Settings:
     index_flush_pages: int = _opt(2000, "pages buffered before an index segment is written")
     index_no_warc: bool = _opt(False, "keep no bodies (no WARC files; no revisits either)")
     index_parse_processes: int = _opt(
-        0, "helper processes per rank that parse pages and count their terms while the rank "
-        "commits earlier ones (0: the rank does it): for few unpaced hosts and spare cores")
+        -1, "helper processes per rank that parse pages and count their terms while the rank "
+        "commits earlier ones (0: the rank does it; -1: one if the machine has a core to "
+        "spare for each rank, else none)")
     index_weight_title: float = _opt(WEIGHTS["title"], "search: weight of a word of the "
                                      "<title> (Compass's tag weights; only their ratios to "
                                      "the body's matter)")
@@ -162,8 +163,7 @@ class Settings:
                         "url_max_segments", "url_max_repeats", "crawl_max_outlinks",
                         "crawl_max_page_hosts", "crawl_max_domain_hosts", "crawl_max_domain_pages",
                         "crawl_revisit_after", "queue_seen_memory", "queue_memory_budget",
-                        "crawl_deal_hosts", "index_parse_processes",
-                        "checkpoint_every")
+                        "crawl_deal_hosts", "checkpoint_every")
         for name in positive:
             if not getattr(self, name) > 0:
                 raise SettingsError(f"{_flag(name)} must be > 0, got {getattr(self, name)}")
@@ -184,9 +184,9 @@ class Settings:
                 raise SettingsError(f"{name}: bad regular expression {regex!r}: {e}") from None
         if not 0 <= self.status_port <= 65535:
             raise SettingsError(f"--status-port must be 0..65535, got {self.status_port}")
-        if self.index_parse_processes > MAX_PARSE_PROCESSES:
-            raise SettingsError(f"--parse-processes must be <= {MAX_PARSE_PROCESSES} (per "
-                                f"rank), got {self.index_parse_processes}")
+        if not -1 <= self.index_parse_processes <= MAX_PARSE_PROCESSES:
+            raise SettingsError(f"--parse-processes must be -1 (auto) or 0..{MAX_PARSE_PROCESSES}"
+                                f" (per rank), got {self.index_parse_processes}")
         if self.url_max_length < 16:
             raise SettingsError(f"--url-max-length must be >= 16, got {self.url_max_length}")
         return self

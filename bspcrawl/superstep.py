@@ -34,7 +34,7 @@ import numpy as np
 from mpi4py import MPI
 
 from bspcrawl import bsp, checkpoint
-from bspcrawl.analysis import AnalysisPool
+from bspcrawl.analysis import AnalysisPool, helpers_for
 from bspcrawl.commit import Committer
 from bspcrawl.counters import Stats, synced
 from bspcrawl.frontier import Frontier
@@ -157,8 +157,8 @@ class Crawl:
         checkpoint every ``checkpoint_every`` supersteps and at the end."""
         s, start = self.settings, time.monotonic()
         self._fault(self.superstep, "start")
-        pool = AnalysisPool(s.index_parse_processes, self.stats) \
-            if s.index_parse_processes else None
+        helpers = helpers_for(s.index_parse_processes, bsp.node_size(self.comm))
+        pool = AnalysisPool(helpers, self.stats) if helpers else None
         committer = Committer(self.archive, self.store, s.agent_token,
                               self.frontier.fingerprints, s.crawl_max_outlinks, self.stats,
                               s.crawl_max_page_hosts, pool)

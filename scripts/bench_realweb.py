@@ -76,8 +76,9 @@ from cpu import family_cpu, timed
 from bspcrawl.testweb import free_port, host_address
 
 CACHE = Path.home() / ".cache" / "bspcrawl-realweb"
-# wget first: the truth; "p": with a parse process per rank (--parse-processes 1)
-CRAWLERS = ["wget", "scrapy", "bspcrawl-1", "bspcrawl-2", "bspcrawl-1p", "bspcrawl-2p"]
+# wget first: the truth; bspcrawl-P: P ranks with the defaults (--parse-processes -1: a
+# parse helper per rank if the machine has a core to spare for each); -hN: N helpers a rank
+CRAWLERS = ["wget", "scrapy", "bspcrawl-1", "bspcrawl-2", "bspcrawl-1-h0", "bspcrawl-2-h1"]
 WGET_TAGS = "a,area,frame,iframe,meta"  # the elements whose links bspcrawl follows (but
 # <link rel=canonical/alternate/next>: wget takes every <link>, stylesheets included)
 EXAMPLES = 10  # URLs listed of each difference
@@ -281,10 +282,10 @@ def commands(seeds: Path, netlocs: list[str], tmp: Path, scrapy: Path) -> dict[s
         "scrapy": crawlers.scrapy_command(scrapy, seeds, netlocs, tmp),
         "bspcrawl-1": bspcrawl(tmp / "out-1", 1, "--url-blacklist", elsewhere),
         "bspcrawl-2": bspcrawl(tmp / "out-2", 2, "--url-blacklist", elsewhere),
-        "bspcrawl-1p": bspcrawl(tmp / "out-1p", 1, "--url-blacklist", elsewhere,
-                                "--parse-processes", "1"),
-        "bspcrawl-2p": bspcrawl(tmp / "out-2p", 2, "--url-blacklist", elsewhere,
-                                "--parse-processes", "1"),
+        "bspcrawl-1-h0": bspcrawl(tmp / "out-1-h0", 1, "--url-blacklist", elsewhere,
+                                  "--parse-processes", "0"),
+        "bspcrawl-2-h1": bspcrawl(tmp / "out-2-h1", 2, "--url-blacklist", elsewhere,
+                                  "--parse-processes", "1"),
     }
 
 

@@ -60,8 +60,9 @@ from crawlers import (
 from bspcrawl.testweb import Web, WebConfig, free_port, serve_forever
 
 CRAWLERS = ["bspcrawl-1", "bspcrawl-1-nowarc", "bspcrawl-2", "scrapy", "wget",
-            "bspcrawl-1p", "bspcrawl-2p"]  # bspcrawl-P: P ranks; -nowarc: with --no-warc;
-# p: with a parse process per rank (--parse-processes 1)
+            "bspcrawl-1-h0", "bspcrawl-2-h1"]  # bspcrawl-P: P ranks; -nowarc: with
+# --no-warc; -hN: N parse helpers a rank (the default: one if the machine has a core to
+# spare for each rank, else none)
 
 
 def serve(config: WebConfig, log: Path) -> None:
@@ -78,8 +79,8 @@ def commands(seeds: Path, netlocs: list[str], tmp: Path, scrapy: Path) -> dict[s
         "bspcrawl-1": bspcrawl_command(seeds, tmp / "out-1"),
         "bspcrawl-1-nowarc": bspcrawl_command(seeds, tmp / "out-1n", 1, "--no-warc"),
         "bspcrawl-2": bspcrawl_command(seeds, tmp / "out-2", 2),
-        "bspcrawl-1p": bspcrawl_command(seeds, tmp / "out-1p", 1, "--parse-processes", "1"),
-        "bspcrawl-2p": bspcrawl_command(seeds, tmp / "out-2p", 2, "--parse-processes", "1"),
+        "bspcrawl-1-h0": bspcrawl_command(seeds, tmp / "out-1-h0", 1, "--parse-processes", "0"),
+        "bspcrawl-2-h1": bspcrawl_command(seeds, tmp / "out-2-h1", 2, "--parse-processes", "1"),
         "scrapy": scrapy_command(scrapy, seeds, netlocs, tmp),
         "wget": wget_command(seed_page(seeds.read_text().split(), tmp), netlocs, tmp),
     }
@@ -143,7 +144,7 @@ def summarise(names: list[str], runs: list[dict]) -> list[dict]:
     rows = []
     for name in names:
         mine = [r for r in runs if r["crawler"] == name]
-        ranks = int(name.split("-")[1].rstrip("p")) if name.startswith("bspcrawl") else 1
+        ranks = int(name.split("-")[1]) if name.startswith("bspcrawl") else 1
         row = {"crawler": name, "concurrency": 1 if name == "wget" else CONCURRENCY * ranks}
         for key in ("wall_s", "cpu_s", "pages", "server_cpu_s"):
             row[key] = statistics.median(r[key] for r in mine)

@@ -3,6 +3,7 @@ thread gives, in any order of commits, through full pipes, and when a helper die
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import signal
@@ -13,7 +14,15 @@ import numpy as np
 import pytest
 
 from bspcrawl import analysis
-from bspcrawl.analysis import Analysis, AnalysisPool, analyse, decode, encode
+from bspcrawl.analysis import (
+    AUTO,
+    Analysis,
+    AnalysisPool,
+    analyse,
+    decode,
+    encode,
+    helpers_for,
+)
 from bspcrawl.counters import Stats
 from bspcrawl.messages import FetchJob, FetchResult
 from bspcrawl.robots.links import LinkCache
@@ -189,3 +198,10 @@ def test_hostile_answers_give_the_same_analysis_through_the_pool():
             same(got, analyse(body, url, charset, index, cache))
     finally:
         pool.close()
+
+
+def test_auto_gives_a_rank_a_helper_when_the_machine_has_a_core_to_spare_for_each(monkeypatch):
+    for cores, ranks, helpers in [(2, 1, 1), (2, 2, 0), (1, 1, 0), (8, 4, 1), (8, 5, 0)]:
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid, n=cores: set(range(n)))
+        assert helpers_for(AUTO, ranks) == helpers, (cores, ranks)
+    assert helpers_for(3, 8) == 3 and helpers_for(0, 1) == 0  # a number is taken as it is

@@ -48,7 +48,7 @@ def test_old_names_still_work_with_one_note_each(tmp_path):
 
 
 @pytest.mark.parametrize("argv", [["--robots", "0"], ["--min-host-delay", "-1"],
-                                  ["--fetch-timeout", "0"], ["--parse-processes", "-1"],
+                                  ["--fetch-timeout", "0"], ["--parse-processes", "-2"],
                                   ["--parse-processes", "65"]])
 def test_bad_values_are_rejected(argv):
     with pytest.raises(SettingsError):
