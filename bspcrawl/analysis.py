@@ -16,7 +16,9 @@ Costs: the page goes through a pipe and its analysis back (~5% more CPU in all);
 helpers use cores the rank's scheduler cannot. So it pays where there are spare cores and
 few hosts (one site with politeness off: a rank per core cannot split it), not where ranks
 already fill the cores. Hence the default, :data:`AUTO` (:func:`helpers_for`): one helper
-per rank when the machine has a core to spare for each, else none.
+per rank when the machine has a core to spare for each; else none at first, and one later
+for a rank that is busy while a core of its machine idles (:class:`Spare`: the ranks of a
+crawl whose other ranks ran out of work, a machine other jobs left).
 
 A helper that dies (a crash in the parser, a kill), or hangs (``STALL`` s without a byte
 while it owes answers: then it is killed), is not replaced: the pages it held, and those
@@ -65,6 +67,47 @@ def helpers_for(setting: int, node_ranks: int) -> int:
     if setting != AUTO:
         return setting
     return int(len(os.sched_getaffinity(0)) >= 2 * node_ranks)
+
+
+class Spare:
+    """When a rank with no helper (:data:`AUTO`, cores fewer than twice the ranks) takes
+    one: once, when over the last ``LOOK`` s it waited less than ``BUSY`` of the time (for
+    results and at the syncs: its commits bound it) while its cores (those it may run on)
+    were idle at least ``IDLE`` cores' worth on average (``/proc/stat``: idle and iowait
+    time; no ``/proc``, never)."""
+
+    LOOK = 1.0  # s between two looks
+    BUSY = 0.25  # the most of the time a busy rank waits
+    IDLE = 0.75  # cores' worth of idle time that makes a core spare
+
+    def __init__(self, now: float, stat: str = "/proc/stat") -> None:
+        self.stat, self.cpus = stat, {f"cpu{i}" for i in os.sched_getaffinity(0)}
+        self.since, self.waited, self.last = now, 0.0, self._times()
+
+    def _times(self) -> tuple[float, float] | None:
+        """(idle, all) jiffies of this process's cores, None without ``/proc``."""
+        try:
+            with open(self.stat) as f:
+                rows = [line.split() for line in f if line.split(maxsplit=1)[0] in self.cpus]
+        except OSError:
+            return None
+        idle = sum(int(r[4]) + int(r[5]) for r in rows)
+        return idle, sum(int(x) for r in rows for x in r[1:9])
+
+    def look(self, now: float, waited: float) -> bool:
+        """Count a superstep that waited ``waited`` s; True when the rank should take a
+        helper now (the first look that finds it busy with a core spare)."""
+        self.waited += waited
+        if now - self.since < self.LOOK:
+            return False
+        times = self._times()
+        busy = self.waited < self.BUSY * (now - self.since)
+        spare = False
+        if times is not None and self.last is not None and times[1] > self.last[1]:
+            idle = (times[0] - self.last[0]) / (times[1] - self.last[1])
+            spare = idle * len(self.cpus) >= self.IDLE
+        self.since, self.waited, self.last = now, 0.0, times
+        return busy and spare
 
 
 class Analysis(NamedTuple):
@@ -216,11 +259,15 @@ class AnalysisPool:
 
     def __init__(self, n: int, stats: Stats) -> None:
         self.stats = stats
-        self.helpers = [_Helper() for _ in range(n)]
+        self.helpers = [_Helper() for _ in range(n)]  # more: grow()
         self.next_key = 0
         # id(result) -> its key, helper, and the result (held, so that its id stays its own)
         self.sent: dict[int, tuple[int, _Helper, object]] = {}
         self.answers: dict[int, Analysis | None] = {}  # key -> analysis, not taken yet
+
+    def grow(self) -> None:
+        """Start one more helper."""
+        self.helpers.append(_Helper())
 
     def submit(self, result: object, body: bytes, url: str, charset: str | None,
                index: bool) -> None:

@@ -46,7 +46,8 @@ COUNTERS: tuple[Counter, ...] = (
     Counter("time/elapsed", GAUGE, "seconds since this rank started (or resumed) the crawl",
             seconds=True),
     Counter("time/wait", STEP, "seconds the superstep waited: for the window's oldest "
-            "schedule, and in collectives", seconds=True),
+            "schedule, for a result while every host rested, and in collectives",
+            seconds=True),
     Counter("pages/committed", TOTAL, "pages committed to the index (doc ids given)",
             synced=True),
     Counter("pages/ok", TOTAL, "committed pages answered 2xx, 304 or still fresh", synced=True),

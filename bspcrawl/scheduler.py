@@ -176,8 +176,9 @@ class Scheduler:
         a Crawl-delay, a superstep every few ms would be for nothing), else ``IDLE_SLEEP``
         (a rank with work would wait for this one at the sync)."""
         self.stats["scheduler/idle"] = 1
-        rest = self.frontier.next_ready() - self.clock()
-        self._collect(min(self.idle_max, max(IDLE_SLEEP, rest)))
+        t0 = self.clock()
+        self._collect(min(self.idle_max, max(IDLE_SLEEP, self.frontier.next_ready() - t0)))
+        self.stats["time/wait"] += self.clock() - t0
 
     def _commit(self, result: FetchResult, links: list[Link]) -> None:
         """Account for one result and commit it if it is a page's final answer."""

@@ -34,7 +34,7 @@ import numpy as np
 from mpi4py import MPI
 
 from bspcrawl import bsp, checkpoint
-from bspcrawl.analysis import AnalysisPool, helpers_for
+from bspcrawl.analysis import AUTO, AnalysisPool, Spare, helpers_for
 from bspcrawl.commit import Committer
 from bspcrawl.counters import Stats, synced
 from bspcrawl.frontier import Frontier
@@ -157,8 +157,7 @@ class Crawl:
         checkpoint every ``checkpoint_every`` supersteps and at the end."""
         s, start = self.settings, time.monotonic()
         self._fault(self.superstep, "start")
-        helpers = helpers_for(s.index_parse_processes, bsp.node_size(self.comm))
-        pool = AnalysisPool(helpers, self.stats) if helpers else None
+        pool, spare = self._helpers()
         committer = Committer(self.archive, self.store, s.agent_token,
                               self.frontier.fingerprints, s.crawl_max_outlinks, self.stats,
                               s.crawl_max_page_hosts, pool)
@@ -175,6 +174,9 @@ class Crawl:
                 links = self.scheduler.run(draining=bool(stopping))  # run
                 outbox = self.send_messages(links)                  # send_messages
                 g = self.sync(outbox, start)                        # sync
+                if spare is not None and spare.look(time.monotonic(), self.stats["time/wait"]):
+                    pool.grow()  # type: ignore[union-attr]  (a Spare comes with a pool)
+                    spare = None
                 self.scheduler.idle_max = IDLE_MAX if g["scheduler/idle"] == self.size \
                     else IDLE_SLEEP
                 self.store.add_stats(self.stats.row(self.rank, k))
@@ -202,6 +204,15 @@ class Crawl:
         return Outcome(self.superstep, g["pages/committed"], g["pages/ok"], g["pages/errors"],
                        g["pages/bytes"], g["frontier/seen"], g["frontier/size"],
                        time.monotonic() - start, stopped)
+
+    def _helpers(self) -> tuple[AnalysisPool | None, Spare | None]:
+        """The rank's parse helpers (``--parse-processes``), and for the default without
+        one at the start, the rule that gives it one later (``analysis.Spare``)."""
+        setting = self.settings.index_parse_processes
+        helpers = helpers_for(setting, bsp.node_size(self.comm))
+        if setting == AUTO and not helpers:
+            return AnalysisPool(0, self.stats), Spare(time.monotonic())
+        return (AnalysisPool(helpers, self.stats) if helpers else None), None
 
     def send_messages(self, links: list[Link]) -> Outbox:
         """Bucket the links found (and those held last superstep) by owner rank; links to

@@ -18,6 +18,7 @@ from bspcrawl.analysis import (
     AUTO,
     Analysis,
     AnalysisPool,
+    Spare,
     analyse,
     decode,
     encode,
@@ -27,6 +28,8 @@ from bspcrawl.counters import Stats
 from bspcrawl.messages import FetchJob, FetchResult
 from bspcrawl.robots.links import LinkCache
 from bspcrawl.testweb.hostile import HostileConfig, HostileWeb
+from tests.crawling import serve
+from tests.sites import crawl_here
 
 
 def page(i: int, rng: random.Random) -> tuple[bytes, str, str | None, bool]:
@@ -205,3 +208,52 @@ def test_auto_gives_a_rank_a_helper_when_the_machine_has_a_core_to_spare_for_eac
         monkeypatch.setattr(os, "sched_getaffinity", lambda pid, n=cores: set(range(n)))
         assert helpers_for(AUTO, ranks) == helpers, (cores, ranks)
     assert helpers_for(3, 8) == 3 and helpers_for(0, 1) == 0  # a number is taken as it is
+
+
+def _stat(path, idle_jiffies):
+    """A /proc/stat whose two cores have spent 1,000 jiffies each since the machine
+    started, ``idle_jiffies`` of them idle (split between idle and iowait)."""
+    rows = [f"cpu{i} {1000 - idle} 0 0 {idle // 2} {idle - idle // 2} 0 0 0 0 0"
+            for i, idle in enumerate(idle_jiffies)]
+    path.write_text("cpu 0 0 0 0 0 0 0 0 0 0\n" + "\n".join(rows) + "\nintr 1 2 3\n")
+
+
+def test_spare_gives_a_busy_rank_a_helper_when_a_core_idles(tmp_path, monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    stat = tmp_path / "stat"
+
+    def looks(idle_after, waits, seconds=1.0):
+        stat.write_text("cpu0 0 0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0 0 0\n")
+        spare = Spare(100.0, str(stat))
+        _stat(stat, idle_after)
+        return [spare.look(100.0 + seconds * (i + 1) / len(waits), w)
+                for i, w in enumerate(waits)]
+
+    assert looks([1000, 0], [0.1]) == [True]  # one core idle all along, the rank busy
+    assert looks([400, 400], [0.1]) == [True]  # 0.8 core's worth, spread on both
+    assert looks([300, 300], [0.1]) == [False]  # 0.6: no core to spare
+    assert looks([1000, 0], [0.2, 0.2]) == [False, False]  # the rank waited 40%: not busy
+    assert looks([1000, 0], [0.0, 0.0], seconds=0.9) == [False, False]  # not a second yet
+    missing = Spare(100.0, str(tmp_path / "none"))  # no /proc: never
+    assert not missing.look(105.0, 0.0)
+
+
+def test_a_helper_taken_mid_crawl_gives_the_same_index(tmp_path, monkeypatch):
+    # --parse-processes -1 on one core starts with no helper; Spare gives the rank one at
+    # its third look (forced here: the machine's idle time is not the test's to set)
+    names = ("pages/url", "index/terms", "index/offsets", "index/docs", "index/tf",
+             "links/targets", "pages/simhash", "search/wtf")
+    looks = iter(range(1, 10**6))
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    monkeypatch.setattr(Spare, "look", lambda self, now, waited: next(looks) == 3)
+    indexes = []
+    with serve(pages=400, hosts=4, latency="0,0.01") as web:
+        for run, helpers in enumerate([0, AUTO]):
+            (tmp_path / str(run)).mkdir()
+            with crawl_here(tmp_path / str(run), web.seeds(), index_parse_processes=helpers,
+                            index_flush_pages=100) as f:
+                indexes.append({n: f[f"ranks/0000/{n}"][:] for n in names})
+                ahead = f["ranks/0000/stats"]["analysis/ahead"].max()
+                assert (ahead > 100) == (helpers == AUTO), ahead
+    for name in names:
+        assert np.array_equal(indexes[0][name], indexes[1][name]), name
