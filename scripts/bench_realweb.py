@@ -76,9 +76,11 @@ from cpu import family_cpu, timed
 from bspcrawl.testweb import free_port, host_address
 
 CACHE = Path.home() / ".cache" / "bspcrawl-realweb"
-# wget first: the truth; bspcrawl-P: P ranks with the defaults (--parse-processes -1: a
-# parse helper per rank if the machine has a core to spare for each); -hN: N helpers a rank
-CRAWLERS = ["wget", "scrapy", "bspcrawl-1", "bspcrawl-2", "bspcrawl-1-h0", "bspcrawl-2-h1"]
+# wget first: the truth; bspcrawl-P: P ranks with the defaults (--parse-processes -1,
+# docs/architecture.md); -hN: N parse helpers a rank
+CRAWLERS = ["wget", "scrapy", "bspcrawl-1", "bspcrawl-2", "bspcrawl-1-h0", "bspcrawl-2-h0",
+            "bspcrawl-1-h1", "bspcrawl-2-h1"]
+DEFAULT = CRAWLERS[:6]  # the crawlers run unless --crawlers names others
 WGET_TAGS = "a,area,frame,iframe,meta"  # the elements whose links bspcrawl follows (but
 # <link rel=canonical/alternate/next>: wget takes every <link>, stylesheets included)
 EXAMPLES = 10  # URLs listed of each difference
@@ -282,10 +284,9 @@ def commands(seeds: Path, netlocs: list[str], tmp: Path, scrapy: Path) -> dict[s
         "scrapy": crawlers.scrapy_command(scrapy, seeds, netlocs, tmp),
         "bspcrawl-1": bspcrawl(tmp / "out-1", 1, "--url-blacklist", elsewhere),
         "bspcrawl-2": bspcrawl(tmp / "out-2", 2, "--url-blacklist", elsewhere),
-        "bspcrawl-1-h0": bspcrawl(tmp / "out-1-h0", 1, "--url-blacklist", elsewhere,
-                                  "--parse-processes", "0"),
-        "bspcrawl-2-h1": bspcrawl(tmp / "out-2-h1", 2, "--url-blacklist", elsewhere,
-                                  "--parse-processes", "1"),
+        **{f"bspcrawl-{p}-h{n}": bspcrawl(tmp / f"out-{p}-h{n}", p, "--url-blacklist",
+                                          elsewhere, "--parse-processes", str(n))
+           for p in (1, 2) for n in (0, 1)},
     }
 
 
@@ -466,7 +467,7 @@ def main() -> None:
     p.add_argument("--other", action="store_true",
                    help="the other trees instead (Django, GLib, Sphinx, git, SciPy: ~5,400 URLs), "
                         "a check of the fetched set on more sites")
-    p.add_argument("--crawlers", nargs="+", default=CRAWLERS, choices=CRAWLERS)
+    p.add_argument("--crawlers", nargs="+", default=DEFAULT, choices=CRAWLERS)
     args = p.parse_args()
     if "wget" not in args.crawlers:
         p.error("wget is the truth: keep it in --crawlers")

@@ -60,9 +60,10 @@ from crawlers import (
 from bspcrawl.testweb import Web, WebConfig, free_port, serve_forever
 
 CRAWLERS = ["bspcrawl-1", "bspcrawl-1-nowarc", "bspcrawl-2", "scrapy", "wget",
-            "bspcrawl-1-h0", "bspcrawl-2-h1"]  # bspcrawl-P: P ranks; -nowarc: with
-# --no-warc; -hN: N parse helpers a rank (the default: one if the machine has a core to
-# spare for each rank, else none)
+            "bspcrawl-1-h0", "bspcrawl-2-h0", "bspcrawl-1-h1", "bspcrawl-2-h1"]
+DEFAULT = CRAWLERS[:7]  # the crawlers run unless --crawlers names others
+# bspcrawl-P: P ranks with the defaults (--parse-processes -1, docs/architecture.md); -nowarc:
+# with --no-warc; -hN: N parse helpers a rank
 
 
 def serve(config: WebConfig, log: Path) -> None:
@@ -79,8 +80,9 @@ def commands(seeds: Path, netlocs: list[str], tmp: Path, scrapy: Path) -> dict[s
         "bspcrawl-1": bspcrawl_command(seeds, tmp / "out-1"),
         "bspcrawl-1-nowarc": bspcrawl_command(seeds, tmp / "out-1n", 1, "--no-warc"),
         "bspcrawl-2": bspcrawl_command(seeds, tmp / "out-2", 2),
-        "bspcrawl-1-h0": bspcrawl_command(seeds, tmp / "out-1-h0", 1, "--parse-processes", "0"),
-        "bspcrawl-2-h1": bspcrawl_command(seeds, tmp / "out-2-h1", 2, "--parse-processes", "1"),
+        **{f"bspcrawl-{p}-h{n}": bspcrawl_command(seeds, tmp / f"out-{p}-h{n}", p,
+                                                  "--parse-processes", str(n))
+           for p in (1, 2) for n in (0, 1)},
         "scrapy": scrapy_command(scrapy, seeds, netlocs, tmp),
         "wget": wget_command(seed_page(seeds.read_text().split(), tmp), netlocs, tmp),
     }
@@ -188,7 +190,7 @@ def main() -> None:
     p.add_argument("--warmup", type=int, default=1, help="uncounted crawls first (default 1)")
     p.add_argument("--quick", action="store_true", help="2,000 pages on 20 hosts, 1 repeat")
     p.add_argument("--profile", action="store_true", help="also cProfile a P=1 crawl")
-    p.add_argument("--crawlers", nargs="+", default=CRAWLERS, choices=CRAWLERS)
+    p.add_argument("--crawlers", nargs="+", default=DEFAULT, choices=CRAWLERS)
     p.add_argument("--serve", type=Path, metavar="LOG", help=argparse.SUPPRESS)  # server child
     p.add_argument("--port", type=int, help=argparse.SUPPRESS)
     args = p.parse_args()
