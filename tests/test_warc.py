@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import uuid
 import zlib
 from io import BytesIO
 from pathlib import Path
@@ -118,6 +119,14 @@ def test_records_pass_warcio_check_and_index_and_bodies_read_back(tmp_path):
             with pytest.raises(ValueError, match="revisit record has no body"):
                 read_body(path, a.record.offset)
     assert len(listed) == 1 + 2 * 10
+    ids = [r.rec_headers.get_header("WARC-Record-ID") for r in
+           ArchiveIterator(path.open("rb"))]
+    assert len(set(ids)) == len(ids) == 21
+    for record_id in ids:  # each a version 4 UUID of RFC 4122's variant, as uuid4() gives
+        assert re.fullmatch(r"<urn:uuid:[0-9a-f-]{36}>", record_id)
+        parsed = uuid.UUID(record_id[10:-1])
+        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122
+        assert str(parsed) == record_id[10:-1]
 
 
 def test_headers_stay_consistent_with_the_decoded_body(tmp_path):

@@ -54,7 +54,6 @@ import random
 import re
 import socket
 import time
-import uuid
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -83,6 +82,8 @@ LEVEL = 1  # ISA-L levels are 0..3
 NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 _RENAMED = ("content-encoding", "transfer-encoding")
+_UUID_CLEAR = ~((0xF000 << 64) | (0xC000 << 48)) & ((1 << 128) - 1)  # version, variant bits
+_UUID_V4 = (0x4000 << 64) | (0x8000 << 48)  # version 4, RFC 4122 variant
 _BASE32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 _BASE32_PAIRS = [a + b for a in _BASE32 for b in _BASE32]  # 10 bits -> 2 letters
 _REQUEST, _RESPONSE = "application/http; msgtype=request", "application/http; msgtype=response"
@@ -320,13 +321,15 @@ class WarcWriter:
 
     def _record_id(self) -> str:
         """A WARC-Record-ID: a random (version 4) UUID URN, drawn without a system call
-        (warcio's ``uuid4`` reads os.urandom each time: 38 us here)."""
-        return f"<urn:uuid:{uuid.UUID(int=self._random.getrandbits(128), version=4)}>"
+        (warcio's ``uuid4`` reads os.urandom each time: 38 us here), its hex formatted
+        here (``uuid.UUID``'s would take 5 us)."""
+        h = f"{self._random.getrandbits(128) & _UUID_CLEAR | _UUID_V4:032x}"
+        return f"<urn:uuid:{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}>"
 
     def _member(self, record: bytes) -> bytes:
-        """``record`` as one gzip member."""
-        z = isal_zlib.compressobj(self.level, isal_zlib.DEFLATED, 31)
-        return z.compress(record) + z.flush()
+        """``record`` as one gzip member (ISA-L in one call: a compress object took 1.5
+        µs more, and made a 285-byte request record 198 bytes instead of 65)."""
+        return isal_zlib.compress(record, self.level, 31)
 
     def _write(self, data: bytes) -> None:
         """Append whole records, or none: a failed write (a full disk: ENOSPC, EDQUOT,
