@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import math
 import os
 import pickle
 import select
@@ -46,6 +47,7 @@ import subprocess
 import sys
 from collections.abc import Iterable
 from dataclasses import fields
+from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -58,15 +60,45 @@ from bspcrawl.robots.links import LinkCache, ParsedPage, parse_html
 AUTO = -1  # --parse-processes: one helper per rank if the machine has a core to spare for it
 
 
-def helpers_for(setting: int, node_ranks: int) -> int:
-    """The helper processes a rank starts: ``setting``, or for :data:`AUTO` one when the
-    cores this process may run on are at least twice the ranks on its machine, else none.
-    (Measured on 2 cores, P = 1: the same CPU within 5% and 10-30% less wall time on the
-    real trees, the throughput web and the speedup web; P = 2 with a helper each: up to
-    13% more CPU where the ranks already fill the cores, docs/performance/realweb.md.)"""
+CGROUP = Path("/sys/fs/cgroup")  # where a container sees its own cgroup
+
+
+def cpu_quota(cgroup: Path) -> float | None:
+    """Cores' worth of CPU time the cgroup of this process may use (cgroup v2's
+    ``cpu.max``, v1's ``cpu.cfs_quota_us`` over ``cpu.cfs_period_us``: a container's CPU
+    limit); None without a quota."""
+    try:
+        quota, period = (cgroup / "cpu.max").read_text().split()[:2]
+    except (OSError, ValueError):
+        try:
+            quota = (cgroup / "cpu" / "cpu.cfs_quota_us").read_text()
+            period = (cgroup / "cpu" / "cpu.cfs_period_us").read_text()
+        except OSError:
+            return None
+    try:
+        q, p = int(quota), int(period)
+    except ValueError:  # "max": no quota
+        return None
+    return q / p if q > 0 and p > 0 else None
+
+
+def helpers_for(setting: int, node_ranks: int, cgroup: Path | None = None) -> tuple[int, bool]:
+    """(the helper processes a rank starts, whether it may take one later by
+    :class:`Spare`): ``setting``, or for :data:`AUTO` one when the cores this process may
+    run on (its affinity, capped by a CPU quota) are at least twice the ranks on its
+    machine; else none, and one later but under a quota (whose use ``/proc/stat`` does
+    not show). (Measured on 2 cores, P = 1: the same CPU within 5% and 10-30% less wall
+    time on the real trees, the throughput web and the speedup web; P = 2 with a helper
+    each from the start: up to 13% more CPU where the ranks already fill the cores,
+    docs/performance/realweb.md.)"""
     if setting != AUTO:
-        return setting
-    return int(len(os.sched_getaffinity(0)) >= 2 * node_ranks)
+        return setting, False
+    cores, quota = len(os.sched_getaffinity(0)), cpu_quota(cgroup or CGROUP)
+    if quota is not None:
+        cores = min(cores, math.ceil(quota))
+    if cores >= 2 * node_ranks:
+        return 1, False
+    return 0, quota is None
 
 
 class Spare:

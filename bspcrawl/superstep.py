@@ -34,7 +34,7 @@ import numpy as np
 from mpi4py import MPI
 
 from bspcrawl import bsp, checkpoint
-from bspcrawl.analysis import AUTO, AnalysisPool, Spare, helpers_for
+from bspcrawl.analysis import AnalysisPool, Spare, helpers_for
 from bspcrawl.commit import Committer
 from bspcrawl.counters import Stats, synced
 from bspcrawl.frontier import Frontier
@@ -208,9 +208,9 @@ class Crawl:
     def _helpers(self) -> tuple[AnalysisPool | None, Spare | None]:
         """The rank's parse helpers (``--parse-processes``), and for the default without
         one at the start, the rule that gives it one later (``analysis.Spare``)."""
-        setting = self.settings.index_parse_processes
-        helpers = helpers_for(setting, bsp.node_size(self.comm))
-        if setting == AUTO and not helpers:
+        helpers, later = helpers_for(self.settings.index_parse_processes,
+                                     bsp.node_size(self.comm))
+        if later:
             return AnalysisPool(0, self.stats), Spare(time.monotonic())
         return (AnalysisPool(helpers, self.stats) if helpers else None), None
 

@@ -20,6 +20,7 @@ from bspcrawl.analysis import (
     AnalysisPool,
     Spare,
     analyse,
+    cpu_quota,
     decode,
     encode,
     helpers_for,
@@ -203,11 +204,28 @@ def test_hostile_answers_give_the_same_analysis_through_the_pool():
         pool.close()
 
 
-def test_auto_gives_a_rank_a_helper_when_the_machine_has_a_core_to_spare_for_each(monkeypatch):
-    for cores, ranks, helpers in [(2, 1, 1), (2, 2, 0), (1, 1, 0), (8, 4, 1), (8, 5, 0)]:
+def test_auto_gives_a_rank_a_helper_when_the_machine_has_a_core_to_spare_for_each(
+        monkeypatch, tmp_path):
+    none = tmp_path / "no-cgroup"
+    for cores, ranks, helpers in [(2, 1, (1, False)), (2, 2, (0, True)), (1, 1, (0, True)),
+                                  (8, 4, (1, False)), (8, 5, (0, True))]:
         monkeypatch.setattr(os, "sched_getaffinity", lambda pid, n=cores: set(range(n)))
-        assert helpers_for(AUTO, ranks) == helpers, (cores, ranks)
-    assert helpers_for(3, 8) == 3 and helpers_for(0, 1) == 0  # a number is taken as it is
+        assert helpers_for(AUTO, ranks, none) == helpers, (cores, ranks)
+    assert helpers_for(3, 8) == (3, False) and helpers_for(0, 1) == (0, False)  # as given
+    # a container's CPU quota caps the cores (cgroup v2, v1), and then nothing grows
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
+    v2, v1 = tmp_path / "v2", tmp_path / "v1"
+    v2.mkdir()
+    (v1 / "cpu").mkdir(parents=True)
+    (v1 / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
+    for quota, helpers in [("150000 100000", (0, False)), ("400000 100000", (1, False)),
+                           ("max 100000", (1, False))]:
+        (v2 / "cpu.max").write_text(quota + "\n")
+        assert helpers_for(AUTO, 2, v2) == helpers, quota
+    for quota, helpers in [("100000", (0, False)), ("-1", (1, False))]:
+        (v1 / "cpu" / "cpu.cfs_quota_us").write_text(quota + "\n")
+        assert helpers_for(AUTO, 2, v1) == helpers, quota
+    assert cpu_quota(v2) is None and cpu_quota(v1) is None and cpu_quota(none) is None
 
 
 def _stat(path, idle_jiffies):
@@ -245,6 +263,7 @@ def test_a_helper_taken_mid_crawl_gives_the_same_index(tmp_path, monkeypatch):
              "links/targets", "pages/simhash", "search/wtf")
     looks = iter(range(1, 10**6))
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    monkeypatch.setattr(analysis, "CGROUP", tmp_path / "no-cgroup")  # no CPU quota
     monkeypatch.setattr(Spare, "look", lambda self, now, waited: next(looks) == 3)
     indexes = []
     with serve(pages=400, hosts=4, latency="0,0.01") as web:
