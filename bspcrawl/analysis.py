@@ -63,6 +63,14 @@ AUTO = -1  # --parse-processes: one helper per rank if the machine has a core to
 CGROUP = Path("/sys/fs/cgroup")  # where a container sees its own cgroup
 
 
+def _cpus() -> set[int]:
+    """The CPUs this process may run on (its affinity; all of them where the system has
+    no affinity call: macOS)."""
+    if hasattr(os, "sched_getaffinity"):
+        return os.sched_getaffinity(0)
+    return set(range(os.cpu_count() or 1))
+
+
 def cpu_quota(cgroup: Path) -> float | None:
     """Cores' worth of CPU time the cgroup of this process may use (cgroup v2's
     ``cpu.max``, v1's ``cpu.cfs_quota_us`` over ``cpu.cfs_period_us``: a container's CPU
@@ -93,7 +101,7 @@ def helpers_for(setting: int, node_ranks: int, cgroup: Path | None = None) -> tu
     docs/performance/realweb.md.)"""
     if setting != AUTO:
         return setting, False
-    cores, quota = len(os.sched_getaffinity(0)), cpu_quota(cgroup or CGROUP)
+    cores, quota = len(_cpus()), cpu_quota(cgroup or CGROUP)
     if quota is not None:
         cores = min(cores, math.ceil(quota))
     if cores >= 2 * node_ranks:
@@ -113,7 +121,7 @@ class Spare:
     IDLE = 0.75  # cores' worth of idle time that makes a core spare
 
     def __init__(self, now: float, stat: str = "/proc/stat") -> None:
-        self.stat, self.cpus = stat, {f"cpu{i}" for i in os.sched_getaffinity(0)}
+        self.stat, self.cpus = stat, {f"cpu{i}" for i in _cpus()}
         self.since, self.waited, self.last = now, 0.0, self._times()
 
     def _times(self) -> tuple[float, float] | None:

@@ -276,3 +276,10 @@ def test_a_helper_taken_mid_crawl_gives_the_same_index(tmp_path, monkeypatch):
                 assert (ahead > 100) == (helpers == AUTO), ahead
     for name in names:
         assert np.array_equal(indexes[0][name], indexes[1][name]), name
+
+
+def test_without_an_affinity_call_every_cpu_counts(monkeypatch, tmp_path):
+    monkeypatch.delattr(os, "sched_getaffinity")  # macOS has none
+    monkeypatch.setattr(os, "cpu_count", lambda: 4)
+    assert analysis._cpus() == {0, 1, 2, 3}
+    assert helpers_for(AUTO, 2, tmp_path) == (1, False)  # (no cgroup files there)
