@@ -74,9 +74,12 @@ def test_the_output_directory_owns_indexes(history):
         prepare(history.out, overwrite=False)  # not "files that are not a crawl's"
 
 
-def test_url_keys_are_surt():
+def test_url_keys_are_surt(monkeypatch):
     assert cdxj.url_key("http://www.Example.com:80/A?b=2&a=1") == "com,example)/a?a=1&b=2"
     assert cdxj.url_key("http://127.1.0.1:8080/b/") == "1,0,1,127:8080)/b"
+    monkeypatch.setattr(cdxj, "_surt", None)  # %-escapes are keyed without the package
+    assert cdxj.url_key("http://a.example/Caf%C3%A9%2Fx%20y?b=%41&a%26c") == \
+        "example,a)/caf%c3%a9/x%20y?a&b=a&c"
     assert cdxj.timestamp14(1704164645.999) == "20240102030405"
 
 
@@ -154,6 +157,8 @@ TRICKY = [
     "http://a.example:0/", "http://a.example:99999/", "http://www2.a.example/",
     "http://wwwx.example/", "http://a.example:080/", "http://127.1/", "https://a.example:80/",
     "http://a-b.c.example/x", "http://017.0.0.1/", "http://256.1.1.1/", "http://1.2.3.4.5/",
+    "http://a.example/a%2Fb%2f", "http://a.example/%2e%2e/x", "http://a.example/x%3Fy?a%26b=1&a",
+    "http://a.example/%E6%9D%B1%zz%", "http://a.example/s%69d=1", "http://a.example/%2F%2Fa",
 ]
 
 
@@ -177,17 +182,21 @@ def test_url_keys_agree_with_surt_on_a_crawl(history):
 
 
 def test_url_keys_agree_with_surt_on_random_urls():
-    """Mostly URLs of the fast path (``url_key`` computes their key itself), some not."""
+    """Mostly URLs of the fast path (``url_key`` computes their key itself, %-escapes
+    too), some not."""
     rng = random.Random(7)
     labels = ["www", "www7", "a", "b-c", "0", "1", "017", "255", "256", "example", "xn--d1a",
               "sid", "B", "ü", ""]
     paths = ["/", "a", "A", "b=1", ".", "..", "?", "&", "=", ";", ":", "@", "+", "~", "x.html",
-             "jsessionid=", "sid=", "cfid=", ".aspx", "%41", "#", " ", "é", "0123456789abcdef"]
+             "jsessionid=", "sid=", "cfid=", ".aspx", "#", " ", "é", "0123456789abcdef"]
+    escapes = ["%41", "%2F", "%2f", "%3F", "%3f", "%25", "%2541", "%252F", "%C3%A9", "%e6%9d%b1",
+               "%20", "%23", "%26", "%3D", "%2E", "%2e%2e", "%7E", "%5C", "%00", "%", "%4", "%zz"]
     fast = 0
-    for _ in range(3000):
+    for _ in range(6000):
         host = ".".join(rng.choices(labels, [4] * 12 + [1] * 3, k=rng.randint(1, 4)))
         port = rng.choice(["", "", ":80", ":443", ":8080", ":0", ":070000"])
-        path = "/" + "".join(rng.choices(paths, [4] * 19 + [1] * 5, k=rng.randint(0, 8)))
+        path = "/" + "".join(rng.choices(paths + escapes, [4] * 19 + [1] * 4 + [2] * 22,
+                                         k=rng.randint(0, 8)))
         url = f"{rng.choice(['http', 'https'])}://{host}{port}{path}"
         assert cdxj.url_key(url) == surt_key(url), url
         fast += bool(cdxj._host_key(host + port, "80"))

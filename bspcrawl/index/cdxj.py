@@ -27,6 +27,7 @@ import re
 from contextlib import ExitStack
 from datetime import UTC, datetime
 from pathlib import Path
+from urllib.parse import quote_from_bytes, unquote_to_bytes
 
 from warcio.archiveiterator import ArchiveIterator
 from warcio.timeutils import iso_date_to_timestamp
@@ -43,18 +44,22 @@ def url_key(url: str) -> str:
     spent ~100 µs a URL in a crawl, most of it in a regular-expression parse and, for an IP
     address, a resolver call; importing it costs ~90 ms, ``tldextract`` and ``requests``
     with it). A lower-case DNS name or a dotted-quad IPv4 address, with a port or none, is
-    reversed, its ``www``/``wwwN.`` label dropped; a path and query of plain characters (no
-    ``%``, no dot segment or empty segment, nothing a session-id pattern of surt's could
-    match) are lower-cased, the trailing ``/`` dropped and the query's arguments sorted, as
-    surt does. Anything else goes through ``surt.surt`` itself
-    (``tests/test_archive_interop.py`` checks that the two agree)."""
+    reversed, its ``www``/``wwwN.`` label dropped; a path and query of plain characters and
+    %-escapes have their escapes decoded and the few bytes surt escapes escaped again
+    (:func:`_escapes`), then (with no dot segment or empty segment left, nothing a
+    session-id pattern of surt's could match) are lower-cased, the trailing ``/`` dropped
+    and the query's arguments sorted, as surt does. Anything else goes through
+    ``surt.surt`` itself (``tests/test_archive_interop.py`` checks that the two agree)."""
     scheme, sep, rest = url.partition("://")
     slash = rest.find("/")
     if sep and scheme in _DEFAULT_PORT and slash > 0 and _PLAIN.fullmatch(rest, slash):
-        lowered = rest[slash:].lower()
-        path, _, query = lowered.partition("?")
+        path, _, query = rest[slash:].partition("?")
+        if "%" in path or "%" in query:
+            path, query = _escapes(path), _escapes(query)
+        path, query = path.lower(), query.lower()
         key = _host_key(rest[:slash], _DEFAULT_PORT[scheme])
-        if key and "/." not in path and "//" not in path and not _SESSION.search(lowered):
+        if (key and "/." not in path and "//" not in path and not _SESSION.search(path)
+                and not _SESSION.search(query)):
             if len(path) > 1 and path.endswith("/"):
                 path = path[:-1]
             if query:
@@ -65,7 +70,19 @@ def url_key(url: str) -> str:
 
 
 _DEFAULT_PORT = {"http": "80", "https": "443"}
-_PLAIN = re.compile(r"[A-Za-z0-9\-._~/!$'()*+,;=:@&?]*")
+_PLAIN = re.compile(r"[A-Za-z0-9\-._~/!$'()*+,;=:@&?%]*")
+_SURT_SAFE = b"""!"$&'()*+,-./:;<=>?@[\\]^_`{|}~"""  # what surt's escapeOnce leaves as it is
+
+
+def _escapes(part: str) -> str:
+    """surt's ``escapeOnce(unescapeRepeatedly(part))`` of a URL's path or query: its
+    %-escapes decoded until none is left (``%2541`` -> ``%41`` -> ``A``), then every byte
+    but ASCII letters, digits and ``_SURT_SAFE`` escaped (a space, ``#``, ``%``, non-ASCII
+    bytes)."""
+    data = part.encode()
+    while (decoded := unquote_to_bytes(data)) != data:
+        data = decoded
+    return quote_from_bytes(data, safe=_SURT_SAFE)
 _SESSION = re.compile(r"sessionid|sid=|cfid=|\.aspx")  # surt's session-id patterns
 _NAME = re.compile(r"(?:www\d*\.)?([a-z0-9-]+(?:\.[a-z0-9-]+)*)(?::([0-9]{1,5}))?")
 _QUAD = re.compile(r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}"
