@@ -125,14 +125,15 @@ class Spare:
         self.since, self.waited, self.last = now, 0.0, self._times()
 
     def _times(self) -> tuple[float, float] | None:
-        """(idle, all) jiffies of this process's cores, None without ``/proc``."""
+        """(idle, all) jiffies of this process's cores, None without ``/proc`` (or with
+        one this code cannot read)."""
         try:
             with open(self.stat) as f:
-                rows = [line.split() for line in f if line.split(maxsplit=1)[0] in self.cpus]
-        except OSError:
+                rows = [r for r in map(str.split, f) if r and r[0] in self.cpus]
+            return (sum(int(r[4]) + int(r[5]) for r in rows),
+                    sum(int(x) for r in rows for x in r[1:9]))
+        except (OSError, ValueError, IndexError):
             return None
-        idle = sum(int(r[4]) + int(r[5]) for r in rows)
-        return idle, sum(int(x) for r in rows for x in r[1:9])
 
     def look(self, now: float, waited: float) -> bool:
         """Count a superstep that waited ``waited`` s; True when the rank should take a

@@ -254,6 +254,8 @@ def test_spare_gives_a_busy_rank_a_helper_when_a_core_idles(tmp_path, monkeypatc
     assert looks([1000, 0], [0.0, 0.0], seconds=0.9) == [False, False]  # not a second yet
     missing = Spare(100.0, str(tmp_path / "none"))  # no /proc: never
     assert not missing.look(105.0, 0.0)
+    stat.write_text("\ncpu0 1 2\ncpu1 x y z w v u t s\n")  # unreadable: never either
+    assert not Spare(100.0, str(stat)).look(105.0, 0.0)
 
 
 def test_a_helper_taken_mid_crawl_gives_the_same_index(tmp_path, monkeypatch):
