@@ -57,7 +57,7 @@ from bspcrawl.index.simhash import simhash
 from bspcrawl.index.terms import EMPTY, TermCounts, count_terms_with
 from bspcrawl.robots.links import LinkCache, ParsedPage, parse_html
 
-AUTO = -1  # --parse-processes: one helper per rank if the machine has a core to spare for it
+AUTO = -1  # --parse-processes: a helper per rank where a core is spare (helpers_for, Spare)
 
 
 CGROUP = Path("/sys/fs/cgroup")  # where a container sees its own cgroup

@@ -370,9 +370,9 @@ class Fetcher:
         self._wake_r.close()
 
     def _give_back(self) -> None:
-        """Hand every queued job back as :data:`WITHDRAWN`, in schedule order."""
-        jobs = sorted((job for q in self._queues.values() for job in q),
-                      key=lambda j: (j.seq, j.index))
+        """Hand every queued job back as :data:`WITHDRAWN` (the scheduler finds the first
+        schedule they hold back itself)."""
+        jobs = [job for q in self._queues.values() for job in q]
         for q in self._queues.values():
             q.clear()
         self._resting.clear()
