@@ -18,7 +18,9 @@ few hosts (one site with politeness off: a rank per core cannot split it), not w
 already fill the cores. Hence the default, :data:`AUTO` (:func:`helpers_for`): one helper
 per rank when the machine has a core to spare for each; else none at first, and one later
 for a rank that is busy while a core of its machine idles (:class:`Spare`: the ranks of a
-crawl whose other ranks ran out of work, a machine other jobs left).
+crawl whose other ranks ran out of work, a machine other jobs left); and one more, up to
+the rank's share of the cores, while its commits wait for its helpers with part of a core
+idle (pages of hundreds of links, whose analysis costs more than the rest of the commit).
 
 A helper that dies (a crash in the parser, a kill), or hangs (``STALL`` s without a byte
 while it owes answers: then it is killed), is not replaced: the pages it held, and those
@@ -45,6 +47,7 @@ import signal
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Iterable
 from dataclasses import fields
 from pathlib import Path
@@ -90,39 +93,44 @@ def cpu_quota(cgroup: Path) -> float | None:
     return q / p if q > 0 and p > 0 else None
 
 
-def helpers_for(setting: int, node_ranks: int, cgroup: Path | None = None) -> tuple[int, bool]:
-    """(the helper processes a rank starts, whether it may take one later by
-    :class:`Spare`): ``setting``, or for :data:`AUTO` one when the cores this process may
-    run on (its affinity, capped by a CPU quota) are at least twice the ranks on its
-    machine; else none, and one later but under a quota (whose use ``/proc/stat`` does
-    not show). (Measured on 2 cores, P = 1: the same CPU within 5% and 10-30% less wall
-    time on the real trees, the throughput web and the speedup web; P = 2 with a helper
-    each from the start: up to 13% more CPU where the ranks already fill the cores,
+def helpers_for(setting: int, node_ranks: int, cgroup: Path | None = None) -> tuple[int, int]:
+    """(the helper processes a rank starts, the most it may have: :class:`Spare` adds one at
+    a time up to that). ``setting`` as given, both; for :data:`AUTO`, one at the start when
+    the cores this process may run on (its affinity, capped by a CPU quota) are at least
+    twice the ranks on its machine, else none; and up to its share of the cores (at least
+    one), but under a quota (whose use ``/proc/stat`` does not show): then no more than at
+    the start. (Measured on 2 cores: P = 1 with a helper, the same CPU within 5% and 10-30%
+    less wall time than without on the real trees, the throughput web and the speedup web,
+    and with two another 7-15% less on the real trees; P = 2 with a helper each from the
+    start, up to 13% more CPU where the ranks already fill the cores,
     docs/performance/realweb.md.)"""
     if setting != AUTO:
-        return setting, False
+        return setting, setting
     cores, quota = len(_cpus()), cpu_quota(cgroup or CGROUP)
     if quota is not None:
         cores = min(cores, math.ceil(quota))
-    if cores >= 2 * node_ranks:
-        return 1, False
-    return 0, quota is None
+    start = 1 if cores >= 2 * node_ranks else 0
+    return start, start if quota is not None else max(1, cores // node_ranks)
 
 
 class Spare:
-    """When a rank with no helper (:data:`AUTO`, cores fewer than twice the ranks) takes
-    one: once, when over the last ``LOOK`` s it waited less than ``BUSY`` of the time (for
-    results and at the syncs: its commits bound it) while its cores (those it may run on)
-    were idle at least ``IDLE`` cores' worth on average (``/proc/stat``: idle and iowait
-    time; no ``/proc``, never)."""
+    """When a rank takes one more helper (:data:`AUTO`, up to :func:`helpers_for`'s most):
+    when over the last ``LOOK`` s its cores (those it may run on) were idle on average at
+    least ``IDLE`` cores' worth (``/proc/stat``: idle and iowait time; no ``/proc``, never)
+    and, with no helper, it waited less than ``BUSY`` of the time (for results and at the
+    syncs: its commits bound it); with helpers, when its commits waited for their analyses
+    ``BUSY`` of the time or more (they bound it) and at least ``MORE_IDLE`` cores' worth
+    idled."""
 
     LOOK = 1.0  # s between two looks
     BUSY = 0.25  # the most of the time a busy rank waits
-    IDLE = 0.75  # cores' worth of idle time that makes a core spare
+    IDLE = 0.75  # cores' worth of idle time that makes a core spare for a first helper
+    MORE_IDLE = 0.5  # ... for one more (the helpers that bound the rank use the rest)
 
     def __init__(self, now: float, stat: str = "/proc/stat") -> None:
         self.stat, self.cpus = stat, {f"cpu{i}" for i in _cpus()}
-        self.since, self.waited, self.last = now, 0.0, self._times()
+        self.since, self.waited, self.on_helpers = now, 0.0, 0.0
+        self.last = self._times()
 
     def _times(self) -> tuple[float, float] | None:
         """(idle, all) jiffies of this process's cores, None without ``/proc`` (or with
@@ -135,20 +143,25 @@ class Spare:
         except (OSError, ValueError, IndexError):
             return None
 
-    def look(self, now: float, waited: float) -> bool:
-        """Count a superstep that waited ``waited`` s; True when the rank should take a
-        helper now (the first look that finds it busy with a core spare)."""
+    def look(self, now: float, waited: float, on_helpers: float, helpers: int) -> bool:
+        """Count a superstep that waited ``waited`` s (``time/wait``), ``on_helpers`` s of
+        its commits for its ``helpers`` helpers' analyses (``time/helpers``); True when
+        the rank should take one more helper now."""
         self.waited += waited
-        if now - self.since < self.LOOK:
+        self.on_helpers += on_helpers
+        span = now - self.since
+        if span < self.LOOK:
             return False
         times = self._times()
-        busy = self.waited < self.BUSY * (now - self.since)
-        spare = False
+        idle = 0.0
         if times is not None and self.last is not None and times[1] > self.last[1]:
-            idle = (times[0] - self.last[0]) / (times[1] - self.last[1])
-            spare = idle * len(self.cpus) >= self.IDLE
-        self.since, self.waited, self.last = now, 0.0, times
-        return busy and spare
+            idle = (times[0] - self.last[0]) / (times[1] - self.last[1]) * len(self.cpus)
+        if helpers:
+            grow = self.on_helpers >= self.BUSY * span and idle >= self.MORE_IDLE
+        else:
+            grow = self.waited < self.BUSY * span and idle >= self.IDLE
+        self.since, self.waited, self.on_helpers, self.last = now, 0.0, 0.0, times
+        return grow
 
 
 class Analysis(NamedTuple):
@@ -335,9 +348,12 @@ class AnalysisPool:
         if sent is None:
             return None
         key, helper, _ = sent
-        while key not in self.answers and key in helper.keys and helper.alive:
-            if not self._pump(STALL):
-                self._lost(helper)  # hung: killed, its pages analysed here
+        if key not in self.answers:
+            start = time.monotonic()
+            while key not in self.answers and key in helper.keys and helper.alive:
+                if not self._pump(STALL):
+                    self._lost(helper)  # hung: killed, its pages analysed here
+            self.stats["time/helpers"] += time.monotonic() - start
         del self.sent[id(result)]
         answer = self.answers.pop(key, None)
         self.stats["analysis/ahead"] += answer is not None

@@ -48,6 +48,8 @@ COUNTERS: tuple[Counter, ...] = (
     Counter("time/wait", STEP, "seconds the superstep waited: for the window's oldest "
             "schedule, for a result while every host rested, and in collectives",
             seconds=True),
+    Counter("time/helpers", STEP, "seconds the superstep's commits waited for the parse "
+            "helpers' analyses", seconds=True),
     Counter("pages/committed", TOTAL, "pages committed to the index (doc ids given)",
             synced=True),
     Counter("pages/ok", TOTAL, "committed pages answered 2xx, 304 or still fresh", synced=True),

@@ -157,7 +157,7 @@ class Crawl:
         checkpoint every ``checkpoint_every`` supersteps and at the end."""
         s, start = self.settings, time.monotonic()
         self._fault(self.superstep, "start")
-        pool, spare = self._helpers()
+        pool, spare, most = self._helpers()
         committer = Committer(self.archive, self.store, s.agent_token,
                               self.frontier.fingerprints, s.crawl_max_outlinks, self.stats,
                               s.crawl_max_page_hosts, pool)
@@ -174,9 +174,11 @@ class Crawl:
                 links = self.scheduler.run(draining=bool(stopping))  # run
                 outbox = self.send_messages(links)                  # send_messages
                 g = self.sync(outbox, start)                        # sync
-                if spare is not None and spare.look(time.monotonic(), self.stats["time/wait"]):
-                    pool.grow()  # type: ignore[union-attr]  (a Spare comes with a pool)
-                    spare = None
+                if spare and pool and spare.look(time.monotonic(), self.stats["time/wait"],
+                                                 self.stats["time/helpers"], len(pool.helpers)):
+                    pool.grow()
+                    if len(pool.helpers) >= most:
+                        spare = None
                 self.scheduler.idle_max = IDLE_MAX if g["scheduler/idle"] == self.size \
                     else IDLE_SLEEP
                 self.store.add_stats(self.stats.row(self.rank, k))
@@ -205,14 +207,14 @@ class Crawl:
                        g["pages/bytes"], g["frontier/seen"], g["frontier/size"],
                        time.monotonic() - start, stopped)
 
-    def _helpers(self) -> tuple[AnalysisPool | None, Spare | None]:
-        """The rank's parse helpers (``--parse-processes``), and for the default without
-        one at the start, the rule that gives it one later (``analysis.Spare``)."""
-        helpers, later = helpers_for(self.settings.index_parse_processes,
-                                     bsp.node_size(self.comm))
-        if later:
-            return AnalysisPool(0, self.stats), Spare(time.monotonic())
-        return (AnalysisPool(helpers, self.stats) if helpers else None), None
+    def _helpers(self) -> tuple[AnalysisPool | None, Spare | None, int]:
+        """The rank's parse helpers (``--parse-processes``); for the default, the rule
+        that gives it more later (``analysis.Spare``), and the most it may have."""
+        helpers, most = helpers_for(self.settings.index_parse_processes,
+                                    bsp.node_size(self.comm))
+        if most > helpers:
+            return AnalysisPool(helpers, self.stats), Spare(time.monotonic()), most
+        return (AnalysisPool(helpers, self.stats) if helpers else None), None, most
 
     def send_messages(self, links: list[Link]) -> Outbox:
         """Bucket the links found (and those held last superstep) by owner rank; links to

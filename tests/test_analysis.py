@@ -207,22 +207,24 @@ def test_hostile_answers_give_the_same_analysis_through_the_pool():
 def test_auto_gives_a_rank_a_helper_when_the_machine_has_a_core_to_spare_for_each(
         monkeypatch, tmp_path):
     none = tmp_path / "no-cgroup"
-    for cores, ranks, helpers in [(2, 1, (1, False)), (2, 2, (0, True)), (1, 1, (0, True)),
-                                  (8, 4, (1, False)), (8, 5, (0, True))]:
+    # (at the start, the most): one at the start if a core is spare for each rank, up to
+    # the rank's share of the cores later
+    for cores, ranks, helpers in [(2, 1, (1, 2)), (2, 2, (0, 1)), (1, 1, (0, 1)),
+                                  (8, 4, (1, 2)), (8, 5, (0, 1)), (16, 1, (1, 16))]:
         monkeypatch.setattr(os, "sched_getaffinity", lambda pid, n=cores: set(range(n)))
         assert helpers_for(AUTO, ranks, none) == helpers, (cores, ranks)
-    assert helpers_for(3, 8) == (3, False) and helpers_for(0, 1) == (0, False)  # as given
+    assert helpers_for(3, 8) == (3, 3) and helpers_for(0, 1) == (0, 0)  # as given
     # a container's CPU quota caps the cores (cgroup v2, v1), and then nothing grows
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(8)))
     v2, v1 = tmp_path / "v2", tmp_path / "v1"
     v2.mkdir()
     (v1 / "cpu").mkdir(parents=True)
     (v1 / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
-    for quota, helpers in [("150000 100000", (0, False)), ("400000 100000", (1, False)),
-                           ("max 100000", (1, False))]:
+    for quota, helpers in [("150000 100000", (0, 0)), ("400000 100000", (1, 1)),
+                           ("max 100000", (1, 4))]:
         (v2 / "cpu.max").write_text(quota + "\n")
         assert helpers_for(AUTO, 2, v2) == helpers, quota
-    for quota, helpers in [("100000", (0, False)), ("-1", (1, False))]:
+    for quota, helpers in [("100000", (0, 0)), ("-1", (1, 4))]:
         (v1 / "cpu" / "cpu.cfs_quota_us").write_text(quota + "\n")
         assert helpers_for(AUTO, 2, v1) == helpers, quota
     assert cpu_quota(v2) is None and cpu_quota(v1) is None and cpu_quota(none) is None
@@ -240,11 +242,11 @@ def test_spare_gives_a_busy_rank_a_helper_when_a_core_idles(tmp_path, monkeypatc
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     stat = tmp_path / "stat"
 
-    def looks(idle_after, waits, seconds=1.0):
+    def looks(idle_after, waits, seconds=1.0, on_helpers=0.0, helpers=0):
         stat.write_text("cpu0 0 0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0 0 0\n")
         spare = Spare(100.0, str(stat))
         _stat(stat, idle_after)
-        return [spare.look(100.0 + seconds * (i + 1) / len(waits), w)
+        return [spare.look(100.0 + seconds * (i + 1) / len(waits), w, on_helpers, helpers)
                 for i, w in enumerate(waits)]
 
     assert looks([1000, 0], [0.1]) == [True]  # one core idle all along, the rank busy
@@ -252,10 +254,15 @@ def test_spare_gives_a_busy_rank_a_helper_when_a_core_idles(tmp_path, monkeypatc
     assert looks([300, 300], [0.1]) == [False]  # 0.6: no core to spare
     assert looks([1000, 0], [0.2, 0.2]) == [False, False]  # the rank waited 40%: not busy
     assert looks([1000, 0], [0.0, 0.0], seconds=0.9) == [False, False]  # not a second yet
+    # with helpers: one more when the commits waited for them a quarter of the time or more
+    # and half a core idled
+    assert looks([300, 300], [0.0], on_helpers=0.3, helpers=1) == [True]
+    assert looks([1000, 0], [0.0], on_helpers=0.2, helpers=1) == [False]  # they keep up
+    assert looks([200, 200], [0.0], on_helpers=0.9, helpers=2) == [False]  # no core idles
     missing = Spare(100.0, str(tmp_path / "none"))  # no /proc: never
-    assert not missing.look(105.0, 0.0)
+    assert not missing.look(105.0, 0.0, 0.0, 0) and not missing.look(110.0, 0.0, 5.0, 1)
     stat.write_text("\ncpu0 1 2\ncpu1 x y z w v u t s\n")  # unreadable: never either
-    assert not Spare(100.0, str(stat)).look(105.0, 0.0)
+    assert not Spare(100.0, str(stat)).look(105.0, 0.0, 0.0, 0)
 
 
 def test_a_helper_taken_mid_crawl_gives_the_same_index(tmp_path, monkeypatch):
@@ -266,7 +273,7 @@ def test_a_helper_taken_mid_crawl_gives_the_same_index(tmp_path, monkeypatch):
     looks = iter(range(1, 10**6))
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     monkeypatch.setattr(analysis, "CGROUP", tmp_path / "no-cgroup")  # no CPU quota
-    monkeypatch.setattr(Spare, "look", lambda self, now, waited: next(looks) == 3)
+    monkeypatch.setattr(Spare, "look", lambda self, *args: next(looks) == 3)
     indexes = []
     with serve(pages=400, hosts=4, latency="0,0.01") as web:
         for run, helpers in enumerate([0, AUTO]):
@@ -284,4 +291,4 @@ def test_without_an_affinity_call_every_cpu_counts(monkeypatch, tmp_path):
     monkeypatch.delattr(os, "sched_getaffinity")  # macOS has none
     monkeypatch.setattr(os, "cpu_count", lambda: 4)
     assert analysis._cpus() == {0, 1, 2, 3}
-    assert helpers_for(AUTO, 2, tmp_path) == (1, False)  # (no cgroup files there)
+    assert helpers_for(AUTO, 2, tmp_path) == (1, 2)  # (no cgroup files there)
