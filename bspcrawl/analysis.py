@@ -125,7 +125,7 @@ class Spare:
     LOOK = 1.0  # s between two looks
     BUSY = 0.25  # the most of the time a busy rank waits
     IDLE = 0.75  # cores' worth of idle time that makes a core spare for a first helper
-    MORE_IDLE = 0.5  # ... for one more (the helpers that bound the rank use the rest)
+    MORE_IDLE = 0.25  # ... for one more (the helpers that bound the rank use the rest)
 
     def __init__(self, now: float, stat: str = "/proc/stat") -> None:
         self.stat, self.cpus = stat, {f"cpu{i}" for i in _cpus()}

@@ -174,8 +174,9 @@ class Crawl:
                 links = self.scheduler.run(draining=bool(stopping))  # run
                 outbox = self.send_messages(links)                  # send_messages
                 g = self.sync(outbox, start)                        # sync
-                if spare and pool and spare.look(time.monotonic(), self.stats["time/wait"],
-                                                 self.stats["time/helpers"], len(pool.helpers)):
+                if spare is not None and pool is not None and spare.look(
+                        time.monotonic(), self.stats["time/wait"], self.stats["time/helpers"],
+                        len(pool.helpers)):
                     pool.grow()
                     if len(pool.helpers) >= most:
                         spare = None

@@ -9,6 +9,8 @@ its reStructuredText source, a 2.7 MB index), SQLite's site (hand-written, flat,
 of 1.0 to 1.9 MB, and a robots.txt that disallows its release notes) and Node.js's API
 reference (65 pages, one of 5.8 MB). Links out of a tree (to other packages, or to the
 real web) are not followed; links to files a package does not ship are answered 404.
+``--other`` crawls five other trees instead (``OTHER_SITES``), ``--dense`` pandas' docs
+(``DENSE_SITES``: pages of hundreds of links, the shape of most API references).
 
 nginx (found on the PATH or as /usr/sbin/nginx; when missing and run as root, installed
 with ``apt-get install nginx``) serves each tree on its own loopback address (127.1.0.1,
@@ -48,6 +50,7 @@ the truth for information. Writes ``results/bench_realweb.{md,json}``.
     python scripts/bench_realweb.py --repeat 3    # medians of 3 interleaved rounds
     python scripts/bench_realweb.py --quick       # SQLite and Node.js only (~1,100 URLs)
     python scripts/bench_realweb.py --other       # five other trees (~5,400 URLs)
+    python scripts/bench_realweb.py --dense       # pandas: ~2,600 pages of ~480 links
 """
 
 from __future__ import annotations
@@ -131,6 +134,13 @@ OTHER_SITES = [  # --other: a second set of trees, to check the fetched set on m
     Site("git", "git-doc", "usr/share/doc/git-doc", "git's manual pages (AsciiDoc)"),
     Site("scipy", "python-scipy-doc", "usr/share/doc/python-scipy-doc/html",
          "SciPy 1.10 docs (Sphinx, pydata theme): one big site, 4,300 pages of 22 KB"),
+]
+
+DENSE_SITES = [  # --dense: the shape of the issue's sites (and of most API references)
+    Site("pandas", "python-pandas-doc", "usr/share/doc/python-pandas-doc/html",
+         "pandas 1.5 docs (Sphinx, pydata theme): one site of pages with hundreds of "
+         "links (a sidebar of every function of a section); the crawl reaches 2,610 pages, "
+         "96 KB and ~480 links each"),
 ]
 
 MIME_TYPES = {  # what nginx answers in Content-Type, by file extension
@@ -464,14 +474,21 @@ def main() -> None:
     p.add_argument("--repeat", type=int, default=1, help="rounds of all crawlers (default 1)")
     p.add_argument("--quick", action="store_true",
                    help="only the sites marked quick (SQLite, Node.js: ~1,100 URLs)")
-    p.add_argument("--other", action="store_true",
-                   help="the other trees instead (Django, GLib, Sphinx, git, SciPy: ~5,400 URLs), "
-                        "a check of the fetched set on more sites")
+    trees = p.add_mutually_exclusive_group()
+    trees.add_argument("--other", action="store_true",
+                       help="the other trees instead (Django, GLib, Sphinx, git, SciPy: "
+                            "~5,400 URLs), a check of the fetched set on more sites")
+    trees.add_argument("--dense", action="store_true",
+                       help="pandas' docs instead (~2,600 pages of ~480 links each: the "
+                            "shape where the cost per link counts)")
     p.add_argument("--crawlers", nargs="+", default=DEFAULT, choices=CRAWLERS)
     args = p.parse_args()
     if "wget" not in args.crawlers:
         p.error("wget is the truth: keep it in --crawlers")
-    sites = [s for s in (OTHER_SITES if args.other else SITES) if s.quick or not args.quick]
+    chosen = OTHER_SITES if args.other else DENSE_SITES if args.dense else SITES
+    sites = [s for s in chosen if s.quick or not args.quick]
+    if not sites:
+        p.error("no site of that set is marked quick")
     trees = {s.name: unpack(s, args.trees.expanduser()) for s in sites}
     nginx, how = find_nginx()
     print(f"nginx: {how}, {nginx_version(nginx)}", file=sys.stderr)

@@ -255,10 +255,10 @@ def test_spare_gives_a_busy_rank_a_helper_when_a_core_idles(tmp_path, monkeypatc
     assert looks([1000, 0], [0.2, 0.2]) == [False, False]  # the rank waited 40%: not busy
     assert looks([1000, 0], [0.0, 0.0], seconds=0.9) == [False, False]  # not a second yet
     # with helpers: one more when the commits waited for them a quarter of the time or more
-    # and half a core idled
-    assert looks([300, 300], [0.0], on_helpers=0.3, helpers=1) == [True]
+    # and a quarter of a core idled
+    assert looks([150, 150], [0.0], on_helpers=0.3, helpers=1) == [True]
     assert looks([1000, 0], [0.0], on_helpers=0.2, helpers=1) == [False]  # they keep up
-    assert looks([200, 200], [0.0], on_helpers=0.9, helpers=2) == [False]  # no core idles
+    assert looks([100, 100], [0.0], on_helpers=0.9, helpers=2) == [False]  # no core idles
     missing = Spare(100.0, str(tmp_path / "none"))  # no /proc: never
     assert not missing.look(105.0, 0.0, 0.0, 0) and not missing.look(110.0, 0.0, 5.0, 1)
     stat.write_text("\ncpu0 1 2\ncpu1 x y z w v u t s\n")  # unreadable: never either

@@ -74,10 +74,10 @@ class TermCounts:
 
     hashes: np.ndarray
     tf: np.ndarray
-    _text: bytes  # the translated text, and the hash, start and end of each run in it
+    _text: bytes  # the translated text, the hash of each run in it, in text order,
     _runs: np.ndarray
-    _starts: np.ndarray
-    _ends: np.ndarray
+    _starts: np.ndarray  # and where one run of each of ``hashes`` starts and ends (per
+    _ends: np.ndarray  # term, not per run: small to send from a helper to the scheduler)
 
     def __len__(self) -> int:
         return len(self.hashes)
@@ -88,12 +88,9 @@ class TermCounts:
         return self._runs
 
     def terms(self, which: list[int]) -> list[bytes]:
-        """The bytes of the terms ``hashes[which]`` (where they first occur is looked up
-        only now: most terms of a page are known to the index already)."""
-        order = np.argsort(self._runs)
-        at = order[np.searchsorted(self._runs[order], self.hashes[which])].tolist()
-        text, starts, ends = self._text, self._starts, self._ends
-        return [text[starts[i]:ends[i]] for i in at]
+        """The bytes of the terms ``hashes[which]``."""
+        text, starts, ends = self._text, self._starts[which].tolist(), self._ends[which].tolist()
+        return [text[a:b] for a, b in zip(starts, ends, strict=True)]
 
     def as_dict(self) -> dict[bytes, int]:
         """``{term: count}``, in hash order."""
@@ -134,10 +131,13 @@ def _counted(t: bytes, h: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> T
     """The term counts of the runs ``h`` (hashes) at ``starts``/``ends`` of ``t``."""
     if not len(h):
         return EMPTY
-    ordered = np.sort(h)
+    order = np.argsort(h)
+    ordered = h[order]
     first = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
     tf = np.diff(np.append(first, len(ordered))).astype(np.int32)
-    return TermCounts(ordered[first], tf, t, h, starts, ends)
+    one = order[first]  # a run of each term
+    at = np.int32 if len(t) < 2**31 else np.int64
+    return TermCounts(ordered[first], tf, t, h, starts[one].astype(at), ends[one].astype(at))
 
 
 def _each(h: np.ndarray, starts: np.ndarray, texts: list[bytes]
