@@ -15,8 +15,9 @@ the page's bytes, URL and charset (each helper has its own ``LinkCache``, a memo
 Costs: the page goes through a pipe and its analysis back (~5% more CPU in all); the
 helpers use cores the rank's scheduler cannot. So it pays where there are spare cores and
 few hosts (one site with politeness off: a rank per core cannot split it), not where ranks
-already fill the cores. Hence the default, :data:`AUTO` (:func:`helpers_for`): one helper
-per rank when the machine has a core to spare for each; else none at first, and one later
+already fill the cores. Hence the default, :data:`AUTO` (:func:`helpers_for`): two helpers
+per rank when the machine has a core to spare for each (pages of hundreds of links cost
+one helper more than the rest of the commit); else none at first, and one later
 for a rank that is busy while a core of its machine idles (:class:`Spare`: the ranks of a
 crawl whose other ranks ran out of work, a machine other jobs left); and one more, up to
 the rank's share of the cores, while its commits wait for its helpers with part of a core
@@ -61,6 +62,7 @@ from bspcrawl.index.terms import EMPTY, TermCounts, count_terms_with
 from bspcrawl.robots.links import LinkCache, ParsedPage, parse_html
 
 AUTO = -1  # --parse-processes: a helper per rank where a core is spare (helpers_for, Spare)
+AUTO_START = 2  # the most helpers AUTO starts a rank with (the commit keeps ~2 busy)
 
 
 CGROUP = Path("/sys/fs/cgroup")  # where a container sees its own cgroup
@@ -95,22 +97,24 @@ def cpu_quota(cgroup: Path) -> float | None:
 
 def helpers_for(setting: int, node_ranks: int, cgroup: Path | None = None) -> tuple[int, int]:
     """(the helper processes a rank starts, the most it may have: :class:`Spare` adds one at
-    a time up to that). ``setting`` as given, both; for :data:`AUTO`, one at the start when
-    the cores this process may run on (its affinity, capped by a CPU quota) are at least
-    twice the ranks on its machine, else none; and up to its share of the cores (at least
-    one), but under a quota (whose use ``/proc/stat`` does not show): then no more than at
-    the start. (Measured on 2 cores: P = 1 with a helper, the same CPU within 5% and 10-30%
-    less wall time than without on the real trees, the throughput web and the speedup web,
-    and with two another 7-15% less on the real trees; P = 2 with a helper each from the
-    start, up to 13% more CPU where the ranks already fill the cores,
-    docs/performance/realweb.md.)"""
+    a time up to that). ``setting`` as given, both; for :data:`AUTO`, its share of the
+    cores this process may run on (its affinity, capped by a CPU quota), at most
+    ``AUTO_START``, at the start when that share is at least two cores, else none; and up
+    to its share (at least one) later, but under a quota (whose use ``/proc/stat`` does not
+    show): then no more than at the start. (Measured on 2 cores, docs/performance/
+    realweb.md: P = 1 with a helper, the same CPU within 5% and 10-30% less wall time than
+    without on the real trees, the throughput web and the speedup web; with two, another
+    3-15% less on the real trees, most on pages of hundreds of links, where the analysis
+    costs more than the rest of the commit; P = 2 with a helper each from the start, up to
+    13% more CPU where the ranks already fill the cores.)"""
     if setting != AUTO:
         return setting, setting
     cores, quota = len(_cpus()), cpu_quota(cgroup or CGROUP)
     if quota is not None:
         cores = min(cores, math.ceil(quota))
-    start = 1 if cores >= 2 * node_ranks else 0
-    return start, start if quota is not None else max(1, cores // node_ranks)
+    share = cores // node_ranks
+    start = min(share, AUTO_START) if share >= 2 else 0
+    return start, start if quota is not None else max(1, share)
 
 
 class Spare:

@@ -207,10 +207,11 @@ def test_hostile_answers_give_the_same_analysis_through_the_pool():
 def test_auto_gives_a_rank_a_helper_when_the_machine_has_a_core_to_spare_for_each(
         monkeypatch, tmp_path):
     none = tmp_path / "no-cgroup"
-    # (at the start, the most): one at the start if a core is spare for each rank, up to
-    # the rank's share of the cores later
-    for cores, ranks, helpers in [(2, 1, (1, 2)), (2, 2, (0, 1)), (1, 1, (0, 1)),
-                                  (8, 4, (1, 2)), (8, 5, (0, 1)), (16, 1, (1, 16))]:
+    # (at the start, the most): the rank's share of the cores, two at most, at the start if
+    # a core is spare for each rank; up to its share later
+    for cores, ranks, helpers in [(2, 1, (2, 2)), (2, 2, (0, 1)), (1, 1, (0, 1)),
+                                  (8, 4, (2, 2)), (8, 5, (0, 1)), (16, 1, (2, 16)),
+                                  (3, 1, (2, 3))]:
         monkeypatch.setattr(os, "sched_getaffinity", lambda pid, n=cores: set(range(n)))
         assert helpers_for(AUTO, ranks, none) == helpers, (cores, ranks)
     assert helpers_for(3, 8) == (3, 3) and helpers_for(0, 1) == (0, 0)  # as given
@@ -220,11 +221,11 @@ def test_auto_gives_a_rank_a_helper_when_the_machine_has_a_core_to_spare_for_eac
     v2.mkdir()
     (v1 / "cpu").mkdir(parents=True)
     (v1 / "cpu" / "cpu.cfs_period_us").write_text("100000\n")
-    for quota, helpers in [("150000 100000", (0, 0)), ("400000 100000", (1, 1)),
-                           ("max 100000", (1, 4))]:
+    for quota, helpers in [("150000 100000", (0, 0)), ("400000 100000", (2, 2)),
+                           ("max 100000", (2, 4))]:
         (v2 / "cpu.max").write_text(quota + "\n")
         assert helpers_for(AUTO, 2, v2) == helpers, quota
-    for quota, helpers in [("100000", (0, 0)), ("-1", (1, 4))]:
+    for quota, helpers in [("100000", (0, 0)), ("-1", (2, 4))]:
         (v1 / "cpu" / "cpu.cfs_quota_us").write_text(quota + "\n")
         assert helpers_for(AUTO, 2, v1) == helpers, quota
     assert cpu_quota(v2) is None and cpu_quota(v1) is None and cpu_quota(none) is None
@@ -291,4 +292,4 @@ def test_without_an_affinity_call_every_cpu_counts(monkeypatch, tmp_path):
     monkeypatch.delattr(os, "sched_getaffinity")  # macOS has none
     monkeypatch.setattr(os, "cpu_count", lambda: 4)
     assert analysis._cpus() == {0, 1, 2, 3}
-    assert helpers_for(AUTO, 2, tmp_path) == (1, 2)  # (no cgroup files there)
+    assert helpers_for(AUTO, 2, tmp_path) == (2, 2)  # (no cgroup files there)
