@@ -128,8 +128,9 @@ class Settings:
     index_no_warc: bool = _opt(False, "keep no bodies (no WARC files; no revisits either)")
     index_parse_processes: int = _opt(
         -1, "helper processes per rank that parse pages and count their terms while the rank "
-        "commits earlier ones (0: the rank does it; -1: one if the machine has a core to "
-        "spare for each rank, else one once the rank is busy while a core idles)")
+        "commits earlier ones (0: the rank does it; -1: two if the machine has a core to "
+        "spare for each rank, else one once the rank is busy while a core idles; more, up "
+        "to the rank's share of the cores, while the rank waits for them and a core idles)")
     index_weight_title: float = _opt(WEIGHTS["title"], "search: weight of a word of the "
                                      "<title> (Compass's tag weights; only their ratios to "
                                      "the body's matter)")
