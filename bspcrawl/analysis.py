@@ -20,8 +20,9 @@ per rank when the machine has a core to spare for each (pages of hundreds of lin
 one helper more than the rest of the commit); else none at first, and one later
 for a rank that is busy while a core of its machine idles (:class:`Spare`: the ranks of a
 crawl whose other ranks ran out of work, a machine other jobs left); and one more, up to
-the rank's share of the cores, while its commits wait for its helpers with part of a core
-idle (pages of hundreds of links, whose analysis costs more than the rest of the commit).
+the rank's share of the cores (or two), while its commits wait for its helpers with part
+of a core idle (pages of hundreds of links, whose analysis costs more than the rest of the
+commit).
 
 A helper that dies (a crash in the parser, a kill), or hangs (``STALL`` s without a byte
 while it owes answers: then it is killed), is not replaced: the pages it held, and those
@@ -99,8 +100,9 @@ def helpers_for(setting: int, node_ranks: int, cgroup: Path | None = None) -> tu
     """(the helper processes a rank starts, the most it may have: :class:`Spare` adds one at
     a time up to that). ``setting`` as given, both; for :data:`AUTO`, its share of the
     cores this process may run on (its affinity, capped by a CPU quota), at most
-    ``AUTO_START``, at the start when that share is at least two cores, else none; and up
-    to its share (at least one) later, but under a quota (whose use ``/proc/stat`` does not
+    ``AUTO_START``, at the start when that share is at least two cores, else none; and
+    later up to its share, or ``AUTO_START`` where it is less (the cores other ranks leave
+    idle: :class:`Spare` looks), but under a quota (whose use ``/proc/stat`` does not
     show): then no more than at the start. (Measured on 2 cores, docs/performance/
     realweb.md: P = 1 with a helper, the same CPU within 5% and 10-30% less wall time than
     without on the real trees, the throughput web and the speedup web; with two, another
@@ -114,7 +116,7 @@ def helpers_for(setting: int, node_ranks: int, cgroup: Path | None = None) -> tu
         cores = min(cores, math.ceil(quota))
     share = cores // node_ranks
     start = min(share, AUTO_START) if share >= 2 else 0
-    return start, start if quota is not None else max(1, share)
+    return start, start if quota is not None else max(share, min(cores, AUTO_START))
 
 
 class Spare:

@@ -130,7 +130,8 @@ class Settings:
         -1, "helper processes per rank that parse pages and count their terms while the rank "
         "commits earlier ones (0: the rank does it; -1: two if the machine has a core to "
         "spare for each rank, else one once the rank is busy while a core idles; more, up "
-        "to the rank's share of the cores, while the rank waits for them and a core idles)")
+        "to the rank's share of the cores or two, while the rank waits for them and a core "
+        "idles)")
     index_weight_title: float = _opt(WEIGHTS["title"], "search: weight of a word of the "
                                      "<title> (Compass's tag weights; only their ratios to "
                                      "the body's matter)")

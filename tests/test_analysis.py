@@ -208,9 +208,10 @@ def test_auto_gives_a_rank_a_helper_when_the_machine_has_a_core_to_spare_for_eac
         monkeypatch, tmp_path):
     none = tmp_path / "no-cgroup"
     # (at the start, the most): the rank's share of the cores, two at most, at the start if
-    # a core is spare for each rank; up to its share later
-    for cores, ranks, helpers in [(2, 1, (2, 2)), (2, 2, (0, 1)), (1, 1, (0, 1)),
-                                  (8, 4, (2, 2)), (8, 5, (0, 1)), (16, 1, (2, 16)),
+    # a core is spare for each rank; later up to its share, or two where the other ranks
+    # leave cores idle
+    for cores, ranks, helpers in [(2, 1, (2, 2)), (2, 2, (0, 2)), (1, 1, (0, 1)),
+                                  (8, 4, (2, 2)), (8, 5, (0, 2)), (16, 1, (2, 16)),
                                   (3, 1, (2, 3))]:
         monkeypatch.setattr(os, "sched_getaffinity", lambda pid, n=cores: set(range(n)))
         assert helpers_for(AUTO, ranks, none) == helpers, (cores, ranks)
