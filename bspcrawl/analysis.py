@@ -59,7 +59,7 @@ import numpy as np
 
 from bspcrawl.counters import Stats
 from bspcrawl.index.simhash import simhash
-from bspcrawl.index.terms import EMPTY, TermCounts, count_terms_with
+from bspcrawl.index.terms import EMPTY, TermCounts, count_terms_with, page_pairs
 from bspcrawl.robots.links import LinkCache, ParsedPage, parse_html
 
 AUTO = -1  # --parse-processes: a helper per rank where a core is spare (helpers_for, Spare)
@@ -172,12 +172,14 @@ class Spare:
 
 class Analysis(NamedTuple):
     """An HTML page's parse, the term counts of its text and of its title and headings
-    (``EMPTY`` and None when not indexed), and its SimHash (``index/simhash.py``)."""
+    (``EMPTY`` and None when not indexed), its SimHash (``index/simhash.py``) and its
+    distinct adjacent term pairs (``index/terms.py``: :func:`page_pairs`)."""
 
     page: ParsedPage
     terms: TermCounts
     parts: tuple[np.ndarray, np.ndarray, np.ndarray] | None
     simhash: int
+    pairs: np.ndarray
 
 
 def field_texts(page: ParsedPage) -> list[bytes]:
@@ -193,10 +195,10 @@ def analyse(body: bytes, url: str, charset: str | None, index: bool,
     the terms)."""
     page = parse_html(body, url, cache, charset=charset)
     if not index or page.noindex:
-        return Analysis(page, EMPTY, None, 0)
+        return Analysis(page, EMPTY, None, 0, EMPTY.sequence)
     terms, parts = count_terms_with(page.text, field_texts(page))
     page.text = b""
-    return Analysis(page, terms, parts, simhash(terms))
+    return Analysis(page, terms, parts, simhash(terms), page_pairs(terms))
 
 
 def _plain(values: Iterable[Any]) -> tuple[Any, ...]:
@@ -211,14 +213,18 @@ def _arrays(values: tuple[Any, ...]) -> list[Any]:
 
 
 def encode(analysis: Analysis | None) -> bytes:
-    """*analysis* as bytes for the pipe (:func:`decode` reads it)."""
+    """*analysis* as bytes for the pipe (:func:`decode` reads it), but the sequence of its
+    terms (``TermCounts.sequence``: a word of the text each), which the scheduler does not
+    use: the SimHash and the pairs come from it already."""
     if analysis is None:
         return pickle.dumps(None)
-    page, terms, parts, fingerprint = analysis
+    page, terms, parts, fingerprint, pairs = analysis
     return pickle.dumps((
         _plain(getattr(page, f.name) for f in fields(page)),
-        _plain(getattr(terms, f.name) for f in fields(terms)),
-        None if parts is None else _plain(parts), fingerprint), pickle.HIGHEST_PROTOCOL)
+        _plain(EMPTY.sequence if f.name == "_runs" else getattr(terms, f.name)
+               for f in fields(terms)),
+        None if parts is None else _plain(parts), fingerprint, _plain([pairs])),
+        pickle.HIGHEST_PROTOCOL)
 
 
 def decode(data: bytes | memoryview) -> Analysis | None:
@@ -226,9 +232,10 @@ def decode(data: bytes | memoryview) -> Analysis | None:
     plain = pickle.loads(data)
     if plain is None:
         return None
-    page, terms, parts, fingerprint = plain
+    page, terms, parts, fingerprint, pairs = plain
     return Analysis(ParsedPage(*page), TermCounts(*_arrays(terms)),
-                    None if parts is None else tuple(_arrays(parts)), fingerprint)
+                    None if parts is None else tuple(_arrays(parts)), fingerprint,
+                    _arrays(pairs)[0])
 
 
 _REQUEST = struct.Struct("<QIIQB")  # key, URL bytes, charset bytes, body bytes, index

@@ -127,6 +127,7 @@ class Committer:
         the page's links unless nofollow, with their anchor text)."""
         job = result.job
         redirect, found, anchors, terms, page, parts = "", [], [], EMPTY, None, None
+        pairs = EMPTY.sequence
         fingerprint = 0
         links: list[Link] = []
         self.archive.restore(result, job.fp)
@@ -136,7 +137,7 @@ class Committer:
                 links.append(Link(redirect, job.depth, job.hops + 1))
         elif (200 <= result.status < 300 or result.revisit) and is_html(result):
             follow, index = self._indexed(result)
-            page, terms, parts, fingerprint = self._analysis(result, index)
+            page, terms, parts, fingerprint, pairs = self._analysis(result, index)
             if follow:
                 found, anchors = page.links, page.anchors
                 if self.max_outlinks and len(found) > self.max_outlinks:
@@ -150,7 +151,7 @@ class Committer:
         self.archive.record(result, job.fp, host_hash(job.host), content_fp)
         doc = self.store.commit(result, job.fp, redirect, fps, terms, content_fp, fingerprint)
         if page is not None and parts is not None and len(terms):
-            self.store.search.add_page(doc, terms, page.title, fields(page, parts))
+            self.store.search.add_page(doc, terms, page.title, fields(page, parts), pairs)
         return links
 
     def credit(self, links: list[Link]) -> None:

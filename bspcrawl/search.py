@@ -51,7 +51,7 @@ from bspcrawl.index.history import History
 from bspcrawl.index.inspect import open_crawl
 from bspcrawl.index.output import OutputError
 from bspcrawl.index.store import rank_path
-from bspcrawl.index.terms import term_hash
+from bspcrawl.index.terms import pair_hash, term_hash
 from bspcrawl.index.terms import words as index_words
 from bspcrawl.index.warc import read_body
 from bspcrawl.robots.links import LinkCache, parse_html
@@ -105,7 +105,7 @@ class Query:
     @classmethod
     def of_hashes(cls, words: list[bytes], hashes: np.ndarray) -> Query:
         """The query of the term ``hashes`` in order (``words``: their text, for show)."""
-        pairs = np.unique(ranking.pair_hash(hashes[:-1], hashes[1:])) if len(hashes) > 1 \
+        pairs = np.unique(pair_hash(hashes[:-1], hashes[1:])) if len(hashes) > 1 \
             else np.zeros(0, np.int64)
         _, first = np.unique(hashes, return_index=True)
         return cls(words, hashes[np.sort(first)], pairs)

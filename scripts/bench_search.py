@@ -40,7 +40,7 @@ import numpy as np
 
 from bspcrawl.index import ranking
 from bspcrawl.index.store import STR, rank_path
-from bspcrawl.index.terms import term_hash
+from bspcrawl.index.terms import pair_hash, term_hash
 from bspcrawl.search import Query, Searcher, Shard
 
 K = 10
@@ -81,7 +81,7 @@ def build(out: Path, lengths: np.ndarray, tokens: np.ndarray, vocab: int, title:
                                 (tf + (weight - 1) * title_tf).astype(np.float32),
                                 np.zeros(len(d), np.int32))
     nxt = np.flatnonzero(doc[1:] == doc[:-1])  # adjacent words of one document
-    ph = ranking.pair_hash(hashes[tokens[nxt]], hashes[tokens[nxt + 1]])
+    ph = pair_hash(hashes[tokens[nxt]], hashes[tokens[nxt + 1]])
     titled = np.minimum(lengths, title)
     with h5py.File(rank_path(out, 0), "w") as f:
         f.create_dataset("pages/url", data=np.array(

@@ -14,7 +14,7 @@ import pytest
 from bspcrawl.index import ranking
 from bspcrawl.index.output import join
 from bspcrawl.index.store import RankStore
-from bspcrawl.index.terms import count_terms, term_hash
+from bspcrawl.index.terms import count_terms, page_pairs, term_hash
 from bspcrawl.messages import FetchJob, FetchResult
 from bspcrawl.search import K1, MIX, B, Query, Searcher, open_shards, query_words, search
 from bspcrawl.settings import Settings
@@ -38,7 +38,8 @@ def build(out, pages=PAGES, anchors=(), bodies=None):
         terms = count_terms(text)
         doc = store.commit(result, i + 100, "", [], terms, bodies[i] if bodies else i + 1)
         heading = count_terms(title.encode())
-        store.search.add_page(doc, terms, title, {"title": (heading.hashes, heading.tf)})
+        store.search.add_page(doc, terms, title, {"title": (heading.hashes, heading.tf)},
+                              page_pairs(terms))
         if i == 1:
             store.seal(1)  # the anchors and pages of two segments are joined
     fps = {url: i + 100 for i, (url, _, _) in enumerate(pages)}

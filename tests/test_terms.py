@@ -6,6 +6,7 @@ import doctest
 import re
 from collections import Counter
 
+import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -71,3 +72,13 @@ def test_same_counts_as_the_definition_and_hashes_of_the_terms(text: bytes) -> N
 def test_long_tokens_among_many() -> None:
     text = b" ".join([b"word"] * 1000 + [b"h" * 65, b"k" * 64, b"H" * 66])
     assert counts(text) == {b"word": 1000, b"k" * 64: 1}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["a", "b", "c", "dd", "e1"]), max_size=40))
+def test_page_pairs_are_the_distinct_hashes_of_adjacent_words(words):
+    counts = count_terms(" ".join(words).encode())
+    want = sorted({terms.pair_hash(np.array([term_hash(x.encode())]),
+                                   np.array([term_hash(y.encode())]))[0].item()
+                   for x, y in zip(words[:-1], words[1:], strict=True)})
+    assert terms.page_pairs(counts).tolist() == want

@@ -20,7 +20,7 @@ Layout of ``/search`` (term hashes as :func:`bspcrawl.index.terms.term_hash`)::
     alength  int32    ... terms of anchor text pointing to the page
     title    str      ... the page's <title>
     pairs/terms, pairs/offsets, pairs/docs: the same CSR for the adjacent term pairs of the
-             page text (32-bit :func:`pair_hash`), each doc once, for phrase hits
+             page text (32-bit ``terms.pair_hash``), each doc once, for phrase hits
 
     anchor/fp, anchor/term, anchor/tf: the anchor text received, by target URL
              fingerprint, whether the page was fetched or not (kept for a resume)
@@ -45,9 +45,10 @@ import numpy as np
 from bspcrawl.index.terms import TermCounts
 
 __all__ = ["COMPASS_WEIGHTS", "FIELDS", "GROUP", "Postings", "SearchBuffer", "collect", "csr",
-           "pair_hash", "save", "split", "weights_of", "write"]
+           "save", "split", "weights_of", "write"]
 
 GROUP = "search"
+_NO_INT = np.zeros(0, np.int64)
 FORMAT = "bspcrawl-search"
 VERSION = 1
 FIELDS = ("title", "h1", "h2", "h3", "h4", "h5", "body")
@@ -55,19 +56,6 @@ FIELDS = ("title", "h1", "h2", "h3", "h4", "h5", "body")
 COMPASS_WEIGHTS = {"title": 0.30, "h1": 0.10, "h2": 0.08, "h3": 0.066, "h4": 0.04,
                    "h5": 0.033, "body": 0.01, "anchor": 0.10}
 """Compass's tag weights (``body``: any other text), and the anchor text's."""
-_PAIR_MUL = np.uint64(0xC2B2AE3D27D4EB4F)  # odd: (a, b) -> a x M + b is one-to-one in b
-
-
-def pair_hash(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """The 32-bit hash (int64, in [0, 2^32)) of the adjacent term pairs ``(first[i],
-    second[i])`` (int64 term hashes): the top half of ``first x M + second`` modulo
-    2^64. 32 bits, so that a pair and a doc id make one int64 key (:func:`write` sorts
-    them with one ``np.sort``, 14 times as fast as a stable argsort): two distinct pairs of
-    a rank share a hash with chance ~n / 2^32 for n distinct pairs (0.02% at 10^6), and
-    then give a false phrase hit at worst."""
-    with np.errstate(over="ignore"):
-        return ((first.view(np.uint64) * _PAIR_MUL + second.view(np.uint64))
-                >> np.uint64(32)).view(np.int64)
 
 
 @dataclass(slots=True)
@@ -126,7 +114,6 @@ def relative_weights(weights: dict[str, float]) -> dict[str, float]:
     return {name: w / weights["body"] for name, w in weights.items()}
 
 
-_NO_INT = np.zeros(0, np.int64)
 
 
 class SearchBuffer:
@@ -155,12 +142,10 @@ class SearchBuffer:
         self.anchor_tf: list[np.ndarray] = []
 
     def add_page(self, doc: int, terms: TermCounts, title: str,
-                 fields: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+                 fields: dict[str, tuple[np.ndarray, np.ndarray]], pairs: np.ndarray) -> None:
         """Index page ``doc``: ``terms`` counts all its text; ``fields`` the (term hashes,
         counts) of the text of some of :data:`FIELDS` (title, h1 ... h5: a word there counts
-        that field's weight instead of the body's). Its adjacent term pairs come from
-        ``terms.sequence``, repeats included (:func:`save` keeps one of each per page:
-        one sort of them all, not one per page)."""
+        that field's weight instead of the body's); ``pairs`` its ``terms.page_pairs``."""
         wtf = terms.tf.astype(np.float32)
         if fields and len(terms):  # all fields at once: one search, one add
             hashes = np.concatenate([h for h, _ in fields.values()])
@@ -176,10 +161,9 @@ class SearchBuffer:
             self.doc.append(np.full(len(terms), doc, np.int32))
             self.tf.append(terms.tf)
             self.wtf.append(wtf)
-        words = terms.sequence
-        if len(words) > 1:
-            self.pair_hash.append(pair_hash(words[:-1], words[1:]))
-            self.pair_doc.append(np.full(len(words) - 1, doc, np.int32))
+        if len(pairs):
+            self.pair_hash.append(pairs)
+            self.pair_doc.append(np.full(len(pairs), doc, np.int32))
 
     def add_anchors(self, fps: np.ndarray, terms: np.ndarray, tf: np.ndarray) -> None:
         """Credit anchor text: ``tf[i]`` words ``terms[i]`` (hashes) to the page of URL

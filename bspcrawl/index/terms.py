@@ -30,11 +30,12 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["EMPTY", "MAX_TERM_BYTES", "TermCounts", "count_terms", "count_terms_each",
-           "count_terms_with", "term_hash", "words"]
+           "count_terms_with", "page_pairs", "pair_hash", "term_hash", "words"]
 
 MAX_TERM_BYTES = 64
 """Longest term kept, in bytes."""
 
+_PAIR_MUL = np.uint64(0xC2B2AE3D27D4EB4F)  # odd: (a, b) -> a x M + b is one-to-one in b
 _B = 0x9E3779B97F4A7C15  # odd, so invertible modulo 2^64
 _B_INV = pow(_B, -1, 2**64)
 _SPACE = 32
@@ -206,3 +207,28 @@ def term_hash(term: bytes) -> int:
     for i, b in enumerate(term):
         h = (h + b * pow(_B, i, 2**64)) % 2**64
     return h - 2**64 if h >= 2**63 else h
+
+
+def pair_hash(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """The 32-bit hash (int64, in [0, 2^32)) of the adjacent term pairs ``(first[i],
+    second[i])`` (int64 term hashes): the top half of ``first x M + second`` modulo
+    2^64. 32 bits, so that a pair and a doc id make one int64 key (``ranking.write`` sorts
+    them with one ``np.sort``, 14 times as fast as a stable argsort): two distinct pairs of
+    a rank share a hash with chance ~n / 2^32 for n distinct pairs (0.02% at 10^6), and
+    then give a false phrase hit at worst."""
+    with np.errstate(over="ignore"):
+        return ((first.view(np.uint64) * _PAIR_MUL + second.view(np.uint64))
+                >> np.uint64(32)).view(np.int64)
+
+
+def page_pairs(terms: TermCounts) -> np.ndarray:
+    """The distinct :func:`pair_hash` of the adjacent terms of a page's text
+    (``terms.sequence``), sorted: once each per page, as the index keeps them. (Sorted page
+    by page, in the page's analysis, a parse helper's where there is one: on pandas' pages,
+    2,690 words and ~750 distinct pairs a page, the segments and the final sort of all pairs
+    get 3.6 times fewer.)"""
+    words = terms.sequence
+    if len(words) < 2:
+        return _NONE
+    pairs = np.sort(pair_hash(words[:-1], words[1:]))
+    return pairs[np.concatenate(([True], pairs[1:] != pairs[:-1]))]
