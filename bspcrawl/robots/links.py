@@ -528,8 +528,8 @@ def _defused(data: bytes) -> tuple[bytes, tuple[int, ...], list[int]]:
     n = len(data) - 4  # (a "<" in the last 4 bytes starts none of those names)
     if n <= 0:
         return data, _NO_NAMES, []
-    at = np.frombuffer(data, np.uint8, n) == 60
-    key = np.ndarray((n,), "<u4", data, 1, (1,))[at]  # the 4 bytes after each "<"
+    at = np.flatnonzero(np.frombuffer(data, np.uint8, n) == 60)  # each "<"
+    key = np.ndarray((n,), "<u4", data, 1, (1,))[at]  # the 4 bytes after it
     key |= _LOWER4
     after_h = key[(key & np.uint32(0xF8FF)) == 0x3068]  # "<h" and a byte of 0x30 ... 0x37
     levels = sorted({d - 0x30 for d in ((after_h >> np.uint32(8)) & np.uint32(0xFF)).tolist()
@@ -542,7 +542,7 @@ def _defused(data: bytes) -> tuple[bytes, tuple[int, ...], list[int]]:
     if (quick <= _QUICK_TAGS
             and np.count_nonzero(_STYLES.take(key[:quick] & 0xFFFF)) <= _QUICK_STYLES):
         return data, names, levels
-    lt, key, end = _tags(data, np.flatnonzero(at)[:quick])
+    lt, key, end = _tags(data, at[:quick])
     rename = []
     # each <html> or <body> after the first adds its attributes to the first one's, a
     # quadratic search in lexbor: past 16, only the first stays
@@ -573,8 +573,8 @@ def _defused(data: bytes) -> tuple[bytes, tuple[int, ...], list[int]]:
     if not rename:
         return data, names, levels
     text = np.frombuffer(data, np.uint8).copy()
-    for at in rename:
-        text[at + 1] = ord("!")  # "<div ...>" becomes "<!iv ...>", a (bogus) comment
+    for starts in rename:
+        text[starts + 1] = ord("!")  # "<div ...>" becomes "<!iv ...>", a (bogus) comment
     return text.tobytes(), names, levels
 
 
