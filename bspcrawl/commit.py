@@ -63,6 +63,7 @@ def charset(content_type: str) -> str | None:
 
 
 SENT_MEMO = 1 << 18  # links remembered as sent (about 100 bytes each)
+KEY_MEMO = 1 << 16  # link URLs remembered with their seen-set key (about 150 bytes each)
 _DEEPEST = 1 << 31
 
 
@@ -87,6 +88,7 @@ class Committer:
         self.stats = Stats() if stats is None else stats
         self.cache = LinkCache()
         self.sent: dict[int, int] = {}  # fingerprint -> least depth sent (_unsent)
+        self.keys: dict[str, int] = {}  # URL -> its fingerprint (_keys)
 
     def prepare(self, result: FetchResult) -> None:
         """Have the pool analyse *result*'s page now, if it is an HTML page fetched
@@ -145,7 +147,7 @@ class Committer:
                     found, anchors = found[: self.max_outlinks], anchors[: self.max_outlinks]
                 if self.max_hosts and len(found) > self.max_hosts:  # else they cannot be
                     found, anchors = self._few_hosts(found, anchors)
-        fps = self.fingerprints(found).tolist()
+        fps = self._keys(found)
         links += self._unsent(found, fps, job.depth + 1, anchors)
         content_fp = xxhash.xxh3_64_intdigest(result.body) if result.body else 0
         self.archive.record(result, job.fp, host_hash(job.host), content_fp)
@@ -162,6 +164,18 @@ class Committer:
             fps = self.fingerprints([x.url for x in anchored])
             which, hashes, tf = count_terms_each([x.anchor.encode() for x in anchored])
             self.store.search.add_anchors(fps[which], hashes, tf)
+
+    def _keys(self, urls: list[str]) -> list[int]:
+        """The seen-set keys of a page's links (``fingerprints``), memoised: on
+        documentation sites most links of a page are the navigation of the pages before
+        (a lookup costs a quarter of a hash; cleared past ``KEY_MEMO`` entries)."""
+        keys = self.keys
+        if len(keys) > KEY_MEMO:
+            keys.clear()
+        missing = [url for url in urls if url not in keys]
+        if missing:
+            keys.update(zip(missing, self.fingerprints(missing).tolist(), strict=True))
+        return list(map(keys.__getitem__, urls))
 
     def _unsent(self, urls: list[str], fps: list[int], depth: int,
                 anchors: list[str]) -> list[Link]:

@@ -4,6 +4,7 @@ read back from the rank file."""
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import h5py
@@ -289,3 +290,21 @@ def test_a_link_is_sent_once_unless_it_comes_again_shallower(tmp_path, monkeypat
     assert shallower == sent(PAGE_LINKS, 1)  # their depth may change their fate
     monkeypatch.setattr(commit, "SENT_MEMO", 2)  # full: forgotten, sent again
     assert len(rank.commit()) == 3 and len(rank.commit()) == 3
+
+
+def test_link_keys_come_from_the_memo_as_the_frontier_gives_them(tmp_path, monkeypatch):
+    rank = Rank(tmp_path)
+    calls = []
+    keys = rank.committer.fingerprints
+    rank.committer.fingerprints = lambda urls: calls.append(list(urls)) or keys(urls)
+    rng = random.Random(3)
+    pool = [f"http://a.test/p{i}?utm_source=x&q={i % 4}" for i in range(12)]
+    pages = [rng.sample(pool, rng.randint(0, 8)) for _ in range(40)]
+    for urls in pages:
+        assert rank.committer._keys(urls) == rank.frontier.fingerprints(urls).tolist()
+    asked = [url for batch in calls for url in batch]
+    assert sorted(asked) == sorted(set(asked)) and all(calls)  # each URL hashed once
+    monkeypatch.setattr(commit, "KEY_MEMO", 5)  # past 5 entries the memo is cleared
+    for urls in pages:
+        assert rank.committer._keys(urls) == rank.frontier.fingerprints(urls).tolist()
+        assert len(rank.committer.keys) <= 5 + len(urls)  # overshot by one page at most
