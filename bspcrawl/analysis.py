@@ -128,7 +128,8 @@ class Spare:
     ``BUSY`` of the time or more (they bound it) and at least ``MORE_IDLE`` cores' worth
     idled."""
 
-    LOOK = 1.0  # s between two looks
+    LOOK = 0.5  # s between two looks, at a superstep's end (with 1 s, P = 2 on one big
+    # site took 8% more wall time: docs/performance/realweb.md)
     BUSY = 0.25  # the most of the time a busy rank waits
     IDLE = 0.75  # cores' worth of idle time that makes a core spare for a first helper
     MORE_IDLE = 0.25  # ... for one more (the helpers that bound the rank use the rest)

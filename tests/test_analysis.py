@@ -257,7 +257,7 @@ def test_spare_gives_a_busy_rank_a_helper_when_a_core_idles(tmp_path, monkeypatc
     assert looks([400, 400], [0.1]) == [True]  # 0.8 core's worth, spread on both
     assert looks([300, 300], [0.1]) == [False]  # 0.6: no core to spare
     assert looks([1000, 0], [0.2, 0.2]) == [False, False]  # the rank waited 40%: not busy
-    assert looks([1000, 0], [0.0, 0.0], seconds=0.9) == [False, False]  # not a second yet
+    assert looks([1000, 0], [0.0, 0.0], seconds=0.45) == [False, False]  # not half a second
     # with helpers: one more when the commits waited for them a quarter of the time or more
     # and a quarter of a core idled
     assert looks([150, 150], [0.0], on_helpers=0.3, helpers=1) == [True]
