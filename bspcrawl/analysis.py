@@ -120,9 +120,9 @@ def helpers_for(setting: int, node_ranks: int, cgroup: Path | None = None) -> tu
 
 
 class Spare:
-    """When a rank takes one more helper (:data:`AUTO`, up to :func:`helpers_for`'s most):
-    when over the last ``LOOK`` s its cores (those it may run on) were idle on average at
-    least ``IDLE`` cores' worth (``/proc/stat``: idle and iowait time; no ``/proc``, never)
+    """When a rank takes one more helper (:data:`AUTO`), up to ``most``: when over the last
+    ``LOOK`` s its cores (those it may run on) were idle on average at least ``IDLE`` cores'
+    worth (``/proc/stat``: idle and iowait time; no ``/proc``, never)
     and, with no helper, it waited less than ``BUSY`` of the time (for results and at the
     syncs: its commits bound it); with helpers, when its commits waited for their analyses
     ``BUSY`` of the time or more (they bound it) and at least ``MORE_IDLE`` cores' worth
@@ -134,8 +134,8 @@ class Spare:
     IDLE = 0.75  # cores' worth of idle time that makes a core spare for a first helper
     MORE_IDLE = 0.25  # ... for one more (the helpers that bound the rank use the rest)
 
-    def __init__(self, now: float, stat: str = "/proc/stat") -> None:
-        self.stat, self.cpus = stat, {f"cpu{i}" for i in _cpus()}
+    def __init__(self, now: float, most: int, stat: str = "/proc/stat") -> None:
+        self.most, self.stat, self.cpus = most, stat, {f"cpu{i}" for i in _cpus()}
         self.since, self.waited, self.on_helpers = now, 0.0, 0.0
         self.last = self._times()
 
@@ -153,11 +153,11 @@ class Spare:
     def look(self, now: float, waited: float, on_helpers: float, helpers: int) -> bool:
         """Count a superstep that waited ``waited`` s (``time/wait``), ``on_helpers`` s of
         its commits for its ``helpers`` helpers' analyses (``time/helpers``); True when
-        the rank should take one more helper now."""
+        the rank should take one more helper now (never once it has ``most``)."""
         self.waited += waited
         self.on_helpers += on_helpers
         span = now - self.since
-        if span < self.LOOK:
+        if span < self.LOOK or helpers >= self.most:
             return False
         times = self._times()
         idle = 0.0

@@ -157,7 +157,7 @@ class Crawl:
         checkpoint every ``checkpoint_every`` supersteps and at the end."""
         s, start = self.settings, time.monotonic()
         self._fault(self.superstep, "start")
-        pool, spare, most = self._helpers()
+        pool, spare = self._helpers()
         committer = Committer(self.archive, self.store, s.agent_token,
                               self.frontier.fingerprints, s.crawl_max_outlinks, self.stats,
                               s.crawl_max_page_hosts, pool)
@@ -178,8 +178,6 @@ class Crawl:
                         time.monotonic(), self.stats["time/wait"], self.stats["time/helpers"],
                         len(pool.helpers)):
                     pool.grow()
-                    if len(pool.helpers) >= most:
-                        spare = None
                 self.scheduler.idle_max = IDLE_MAX if g["scheduler/idle"] == self.size \
                     else IDLE_SLEEP
                 self.store.add_stats(self.stats.row(self.rank, k))
@@ -208,14 +206,14 @@ class Crawl:
                        g["pages/bytes"], g["frontier/seen"], g["frontier/size"],
                        time.monotonic() - start, stopped)
 
-    def _helpers(self) -> tuple[AnalysisPool | None, Spare | None, int]:
-        """The rank's parse helpers (``--parse-processes``); for the default, the rule
-        that gives it more later (``analysis.Spare``), and the most it may have."""
+    def _helpers(self) -> tuple[AnalysisPool | None, Spare | None]:
+        """The rank's parse helpers (``--parse-processes``), and for the default, the rule
+        that gives it more later, up to the most it may have (``analysis.Spare``)."""
         helpers, most = helpers_for(self.settings.index_parse_processes,
                                     bsp.node_size(self.comm))
         if most > helpers:
-            return AnalysisPool(helpers, self.stats), Spare(time.monotonic()), most
-        return (AnalysisPool(helpers, self.stats) if helpers else None), None, most
+            return AnalysisPool(helpers, self.stats), Spare(time.monotonic(), most)
+        return (AnalysisPool(helpers, self.stats) if helpers else None), None
 
     def send_messages(self, links: list[Link]) -> Outbox:
         """Bucket the links found (and those held last superstep) by owner rank; links to

@@ -248,7 +248,7 @@ def test_spare_gives_a_busy_rank_a_helper_when_a_core_idles(tmp_path, monkeypatc
 
     def looks(idle_after, waits, seconds=1.0, on_helpers=0.0, helpers=0):
         stat.write_text("cpu0 0 0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0 0 0\n")
-        spare = Spare(100.0, str(stat))
+        spare = Spare(100.0, 4, str(stat))
         _stat(stat, idle_after)
         return [spare.look(100.0 + seconds * (i + 1) / len(waits), w, on_helpers, helpers)
                 for i, w in enumerate(waits)]
@@ -263,10 +263,11 @@ def test_spare_gives_a_busy_rank_a_helper_when_a_core_idles(tmp_path, monkeypatc
     assert looks([150, 150], [0.0], on_helpers=0.3, helpers=1) == [True]
     assert looks([1000, 0], [0.0], on_helpers=0.2, helpers=1) == [False]  # they keep up
     assert looks([100, 100], [0.0], on_helpers=0.9, helpers=2) == [False]  # no core idles
-    missing = Spare(100.0, str(tmp_path / "none"))  # no /proc: never
+    assert looks([1000, 0], [0.0], on_helpers=0.9, helpers=4) == [False]  # it has the most
+    missing = Spare(100.0, 4, str(tmp_path / "none"))  # no /proc: never
     assert not missing.look(105.0, 0.0, 0.0, 0) and not missing.look(110.0, 0.0, 5.0, 1)
     stat.write_text("\ncpu0 1 2\ncpu1 x y z w v u t s\n")  # unreadable: never either
-    assert not Spare(100.0, str(stat)).look(105.0, 0.0, 0.0, 0)
+    assert not Spare(100.0, 4, str(stat)).look(105.0, 0.0, 0.0, 0)
 
 
 def test_a_helper_taken_mid_crawl_gives_the_same_index(tmp_path, monkeypatch):

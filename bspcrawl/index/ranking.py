@@ -48,7 +48,6 @@ __all__ = ["COMPASS_WEIGHTS", "FIELDS", "GROUP", "Postings", "SearchBuffer", "co
            "save", "split", "weights_of", "write"]
 
 GROUP = "search"
-_NO_INT = np.zeros(0, np.int64)
 FORMAT = "bspcrawl-search"
 VERSION = 1
 FIELDS = ("title", "h1", "h2", "h3", "h4", "h5", "body")
@@ -114,6 +113,7 @@ def relative_weights(weights: dict[str, float]) -> dict[str, float]:
     return {name: w / weights["body"] for name, w in weights.items()}
 
 
+_NO_INT = np.zeros(0, np.int64)
 
 
 class SearchBuffer:
