@@ -62,7 +62,7 @@ from bspcrawl.index.simhash import simhash
 from bspcrawl.index.terms import EMPTY, TermCounts, count_terms_with, page_pairs
 from bspcrawl.robots.links import LinkCache, ParsedPage, parse_html
 
-AUTO = -1  # --parse-processes: a helper per rank where a core is spare (helpers_for, Spare)
+AUTO = -1  # --parse-processes: helpers where cores are spare (helpers_for, Spare)
 AUTO_START = 2  # the most helpers AUTO starts a rank with (the commit keeps ~2 busy)
 
 

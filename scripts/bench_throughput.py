@@ -11,8 +11,8 @@ the same seeds, robots.txt obeyed, on the web's hosts, no delay, no depth limit,
 connection per host): bspcrawl P = 1 with its WARC archive (the default) and with
 ``--no-warc`` (``bspcrawl-1-nowarc``: the same job as Scrapy's: fetch, parse, count words),
 bspcrawl P = 2, Scrapy and ``wget -r``, and bspcrawl P = 1 and 2 without parse helpers
-(``bspcrawl-P-h0``: ``--parse-processes 0``; the defaults give a rank one where a core is
-spare, docs/architecture.md; ``-h1`` rows on demand).
+(``bspcrawl-P-h0``: ``--parse-processes 0``; the defaults give a rank two where a core is
+spare for each rank, docs/architecture.md; ``-h1`` rows on demand).
 
 Scrapy fetches each seed twice (start requests bypass its duplicate filter) and resolves
 links against a ``<base href>`` without decoding ``&amp;``: both show in the counts.
