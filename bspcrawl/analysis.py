@@ -50,10 +50,10 @@ import struct
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 import numpy as np
 
@@ -61,6 +61,7 @@ from bspcrawl.counters import Stats
 from bspcrawl.index.simhash import simhash
 from bspcrawl.index.terms import EMPTY, TermCounts, count_terms_with, page_pairs
 from bspcrawl.robots.links import LinkCache, ParsedPage, parse_html
+from bspcrawl.urls import key_fingerprints, strip_pattern
 
 AUTO = -1  # --parse-processes: helpers where cores are spare (helpers_for, Spare)
 AUTO_START = 2  # the most helpers AUTO starts a rank with (the commit keeps ~2 busy)
@@ -121,15 +122,15 @@ def helpers_for(setting: int, node_ranks: int, cgroup: Path | None = None) -> tu
 
 class Spare:
     """When a rank takes one more helper (:data:`AUTO`), up to ``most``: when over the last
-    ``LOOK`` s its cores (those it may run on) were idle on average at least ``IDLE`` cores'
-    worth (``/proc/stat``: idle and iowait time; no ``/proc``, never)
-    and, with no helper, it waited less than ``BUSY`` of the time (for results and at the
-    syncs: its commits bound it); with helpers, when its commits waited for their analyses
-    ``BUSY`` of the time or more (they bound it) and at least ``MORE_IDLE`` cores' worth
-    idled."""
+    ``LOOK`` s (looked at as it commits, and at each superstep's end) its cores (those it
+    may run on) were idle on average at least ``IDLE`` cores' worth (``/proc/stat``: idle
+    and iowait time; no ``/proc``, never) and, with no helper, it waited less than
+    ``BUSY`` of the time (for results and at the syncs: its commits bound it); with
+    helpers, when its commits waited for their analyses ``BUSY`` of the time or more (they
+    bound it) and at least ``MORE_IDLE`` cores' worth idled."""
 
-    LOOK = 0.5  # s between two looks, at a superstep's end (with 1 s, P = 2 on one big
-    # site took 8% more wall time: docs/performance/realweb.md)
+    LOOK = 0.5  # s between two looks (with 1 s, at superstep ends, P = 2 on one big site
+    # took 8% more wall time: docs/performance/realweb.md)
     BUSY = 0.25  # the most of the time a busy rank waits
     IDLE = 0.75  # cores' worth of idle time that makes a core spare for a first helper
     MORE_IDLE = 0.25  # ... for one more (the helpers that bound the rank use the rest)
@@ -137,6 +138,7 @@ class Spare:
     def __init__(self, now: float, most: int, stat: str = "/proc/stat") -> None:
         self.most, self.stat, self.cpus = most, stat, {f"cpu{i}" for i in _cpus()}
         self.since, self.waited, self.on_helpers = now, 0.0, 0.0
+        self.counted = (0.0, 0.0)  # the superstep's waits counted already
         self.last = self._times()
 
     def _times(self) -> tuple[float, float] | None:
@@ -150,12 +152,15 @@ class Spare:
         except (OSError, ValueError, IndexError):
             return None
 
-    def look(self, now: float, waited: float, on_helpers: float, helpers: int) -> bool:
-        """Count a superstep that waited ``waited`` s (``time/wait``), ``on_helpers`` s of
-        its commits for its ``helpers`` helpers' analyses (``time/helpers``); True when
-        the rank should take one more helper now (never once it has ``most``)."""
-        self.waited += waited
-        self.on_helpers += on_helpers
+    def look(self, now: float, waited: float, on_helpers: float, helpers: int, *,
+             ended: bool = True) -> bool:
+        """Count the superstep so far: it waited ``waited`` s (``time/wait``), ``on_helpers``
+        s of its commits for its ``helpers`` helpers' analyses (``time/helpers``); it
+        ``ended`` (else it goes on, and those counters with it). True when the rank should
+        take one more helper now (never once it has ``most``)."""
+        self.waited += waited - self.counted[0]
+        self.on_helpers += on_helpers - self.counted[1]
+        self.counted = (0.0, 0.0) if ended else (waited, on_helpers)
         span = now - self.since
         if span < self.LOOK or helpers >= self.most:
             return False
@@ -171,16 +176,94 @@ class Spare:
         return grow
 
 
+KEY_MEMO = 1 << 16  # link URLs remembered with their seen-set key (about 150 bytes each)
+
+
+class LinkKeys:
+    """The seen-set keys of link URLs (``urls.key_fingerprints`` with the parameters the
+    ``--url-strip-params`` regex *strip* names cut: the frontier's keys, so that the link
+    graph's targets match ``/pages/url_fp``), memoised: on documentation sites most links
+    of a page are the navigation of the pages before (a lookup costs a quarter of a hash;
+    the memo is cleared past ``KEY_MEMO`` entries)."""
+
+    def __init__(self, strip: str) -> None:
+        self.strip, self.pattern = strip, strip_pattern(strip)
+        self.memo: dict[str, int] = {}
+
+    def __call__(self, urls: Sequence[str]) -> np.ndarray:
+        """The keys (int64) of *urls*."""
+        memo = self.memo
+        if len(memo) > KEY_MEMO:
+            memo.clear()
+        missing = [url for url in urls if url not in memo]
+        if missing:
+            memo.update(zip(missing, key_fingerprints(missing, self.pattern).tolist(),
+                            strict=True))
+        return np.fromiter(map(memo.__getitem__, urls), np.int64, len(urls))
+
+
+class Strings(Sequence[str]):
+    """Strings held as one (their concatenation and where each ends), each made when read:
+    how a page's links and anchor texts come through the pipe. The scheduler reads only
+    those of the links it sends on (on documentation sites, a few of a page's hundreds:
+    the rest are the navigation again), so it does not make a string of each (making
+    them was a tenth of its commit, measured)."""
+
+    __slots__ = ("_ends", "_text")
+
+    def __init__(self, text: str, ends: np.ndarray) -> None:
+        self._text, self._ends = text, ends
+
+    @classmethod
+    def of(cls, items: Sequence[str]) -> Strings:
+        """*items* held as one."""
+        return cls("".join(items), np.cumsum(np.fromiter(map(len, items), np.int64,
+                                                          len(items))))
+
+    def packed(self) -> tuple[str, np.ndarray]:
+        """(the concatenation, where each string ends): :class:`Strings` takes them back."""
+        return self._text, self._ends
+
+    def __len__(self) -> int:
+        return len(self._ends)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> Strings: ...
+
+    def __getitem__(self, i: int | slice) -> str | Strings:
+        if isinstance(i, slice):
+            if i.step not in (None, 1):
+                raise ValueError("Strings slices take no step")
+            start, stop, _ = i.indices(len(self._ends))
+            at = int(self._ends[start - 1]) if start > 0 else 0
+            return Strings(self._text[at:], self._ends[start:max(stop, start)] - at)
+        end = int(self._ends[i])  # (IndexError past the end, as a list's)
+        i %= len(self._ends)
+        return self._text[int(self._ends[i - 1]) if i else 0:end]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str):
+            return len(self) == len(other) and all(map(str.__eq__, self, other))
+        return NotImplemented
+
+    def __hash__(self) -> int:  # (mutable in spirit as a list: unhashable like one)
+        raise TypeError("unhashable type: 'Strings'")
+
+
 class Analysis(NamedTuple):
     """An HTML page's parse, the term counts of its text and of its title and headings
-    (``EMPTY`` and None when not indexed), its SimHash (``index/simhash.py``) and its
-    distinct adjacent term pairs (``index/terms.py``: :func:`page_pairs`)."""
+    (``EMPTY`` and None when not indexed), its SimHash (``index/simhash.py``), its
+    distinct adjacent term pairs (``index/terms.py``: :func:`page_pairs`) and the seen-set
+    keys of its links (:class:`LinkKeys`)."""
 
     page: ParsedPage
     terms: TermCounts
     parts: tuple[np.ndarray, np.ndarray, np.ndarray] | None
     simhash: int
     pairs: np.ndarray
+    keys: np.ndarray
 
 
 def field_texts(page: ParsedPage) -> list[bytes]:
@@ -190,16 +273,17 @@ def field_texts(page: ParsedPage) -> list[bytes]:
 
 
 def analyse(body: bytes, url: str, charset: str | None, index: bool,
-            cache: LinkCache) -> Analysis:
+            cache: LinkCache, keys: LinkKeys) -> Analysis:
     """Parse the HTML page *body* from *url*; count its terms if *index* and the page
     does not say noindex. The page's ``text`` is dropped once counted (the index keeps
     the terms)."""
     page = parse_html(body, url, cache, charset=charset)
+    link_keys = keys(page.links)
     if not index or page.noindex:
-        return Analysis(page, EMPTY, None, 0, EMPTY.sequence)
+        return Analysis(page, EMPTY, None, 0, EMPTY.sequence, link_keys)
     terms, parts = count_terms_with(page.text, field_texts(page))
     page.text = b""
-    return Analysis(page, terms, parts, simhash(terms), page_pairs(terms))
+    return Analysis(page, terms, parts, simhash(terms), page_pairs(terms), link_keys)
 
 
 def _plain(values: Iterable[Any]) -> tuple[Any, ...]:
@@ -213,44 +297,55 @@ def _arrays(values: tuple[Any, ...]) -> list[Any]:
     return [np.frombuffer(x[1], x[0]) if isinstance(x, tuple) else x for x in values]
 
 
+_PACKED = ("links", "anchors")  # the ParsedPage fields sent as Strings
+_PAGE_FIELDS = [f.name for f in fields(ParsedPage)]
+
+
 def encode(analysis: Analysis | None) -> bytes:
     """*analysis* as bytes for the pipe (:func:`decode` reads it), but the sequence of its
     terms (``TermCounts.sequence``: a word of the text each), which the scheduler does not
     use: the SimHash and the pairs come from it already."""
     if analysis is None:
         return pickle.dumps(None)
-    page, terms, parts, fingerprint, pairs = analysis
+    page, terms, parts, fingerprint, pairs, keys = analysis
     return pickle.dumps((
-        _plain(getattr(page, f.name) for f in fields(page)),
+        tuple(_plain(Strings.of(value).packed()) if name in _PACKED else value
+              for name, value in zip(_PAGE_FIELDS, map(page.__getattribute__, _PAGE_FIELDS),
+                                     strict=True)),
         _plain(EMPTY.sequence if f.name == "_runs" else getattr(terms, f.name)
                for f in fields(terms)),
-        None if parts is None else _plain(parts), fingerprint, _plain([pairs])),
+        None if parts is None else _plain(parts), fingerprint, _plain([pairs, keys])),
         pickle.HIGHEST_PROTOCOL)
 
 
 def decode(data: bytes | memoryview) -> Analysis | None:
-    """The analysis :func:`encode` wrote."""
+    """The analysis :func:`encode` wrote (the page's links and anchors as :class:`Strings`)."""
     plain = pickle.loads(data)
     if plain is None:
         return None
-    page, terms, parts, fingerprint, pairs = plain
+    page, terms, parts, fingerprint, arrays = plain
+    page = [Strings(*_arrays(value)) if name in _PACKED else value
+            for name, value in zip(_PAGE_FIELDS, page, strict=True)]
     return Analysis(ParsedPage(*page), TermCounts(*_arrays(terms)),
                     None if parts is None else tuple(_arrays(parts)), fingerprint,
-                    _arrays(pairs)[0])
+                    *_arrays(arrays))
 
 
 _REQUEST = struct.Struct("<QIIQB")  # key, URL bytes, charset bytes, body bytes, index
 _ANSWER = struct.Struct("<QQ")  # key, pickle bytes
 PIPE_BYTES = 1 << 20  # each pipe's buffer (Linux's default limit for a user)
 STALL = 120.0  # s without a byte from a helper that owes answers: it is lost (hung)
+HAND = 32  # pages a helper holds at most (AnalysisPool): ~80 ms of work on pages of
+# hundreds of links, a few MB of pipe
 
 
 class _Helper:
     """One helper process and its two pipes (our ends non-blocking)."""
 
-    def __init__(self) -> None:
+    def __init__(self, strip: str) -> None:
         self.proc = subprocess.Popen(  # (it checks that it speaks our wire format)
-            [sys.executable, "-m", "bspcrawl.analysis", _REQUEST.format, _ANSWER.format],
+            [sys.executable, "-m", "bspcrawl.analysis", _REQUEST.format, _ANSWER.format,
+             strip],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0, close_fds=True)
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.send_fd, self.recv_fd = self.proc.stdin.fileno(), self.proc.stdout.fileno()
@@ -318,70 +413,110 @@ class _Helper:
 
 
 class AnalysisPool:
-    """``n`` helper processes analysing pages ahead of their commit (module docstring).
+    """``n`` helper processes analysing pages ahead of their commit (module docstring);
+    *strip*: the ``--url-strip-params`` regex (:class:`LinkKeys`).
 
     :meth:`submit` a result's page when its fetch ends, :meth:`take` its analysis at its
-    commit (None: not submitted, or its helper was lost: analyse it here), :meth:`discard`
-    one that will not be committed, :meth:`close` at the end.
+    commit (made by the caller if not submitted, no helper had room for it yet, or its
+    helper was lost), :meth:`discard` one that will not be committed, :meth:`close` at
+    the end. A helper holds at most ``HAND`` pages (sent, or answered and not read yet);
+    the others wait in the pool, oldest first, for the first helper with room, a helper
+    started later too (a rank can fetch a thousand pages of one site in a burst: handed
+    out at once, they stayed with the one helper it had then, while its next one idled).
+    With a *spare* (:data:`AUTO`), the pool takes more helpers as it tells (:meth:`look`).
     """
 
-    def __init__(self, n: int, stats: Stats) -> None:
-        self.stats = stats
-        self.helpers = [_Helper() for _ in range(n)]  # more: grow()
+    def __init__(self, n: int, stats: Stats, strip: str, spare: Spare | None = None) -> None:
+        self.stats, self.strip, self.spare = stats, strip, spare
+        self.helpers = [_Helper(strip) for _ in range(n)]  # more: grow()
         self.next_key = 0
-        # id(result) -> its key, helper, and the result (held, so that its id stays its own)
-        self.sent: dict[int, tuple[int, _Helper, object]] = {}
+        # id(result) -> its key and the result (held, so that its id stays its own)
+        self.sent: dict[int, tuple[int, object]] = {}
+        self.queued: dict[int, list[memoryview]] = {}  # key -> request, oldest first
+        self.where: dict[int, _Helper] = {}  # key -> the helper it went to
         self.answers: dict[int, Analysis | None] = {}  # key -> analysis, not taken yet
 
     def grow(self) -> None:
-        """Start one more helper."""
-        self.helpers.append(_Helper())
+        """Start one more helper (it takes pages waiting in the pool at once)."""
+        self.helpers.append(_Helper(self.strip))
+        self._dispatch()
+
+    def look(self, *, ended: bool) -> None:
+        """:meth:`grow` if the spare says so (at each commit, and as the superstep
+        ``ended``: a superstep of one big site's pages can last seconds)."""
+        if self.spare is not None and self.spare.look(
+                time.monotonic(), self.stats["time/wait"], self.stats["time/helpers"],
+                len(self.helpers), ended=ended):
+            self.grow()
 
     def submit(self, result: object, body: bytes, url: str, charset: str | None,
                index: bool) -> None:
-        """Send the page *body* of *result* to the helper with the fewest pages in hand."""
-        alive = [h for h in self.helpers if h.alive]
-        if not alive:
+        """Queue the page *body* of *result*, then hand what waits to the helpers with room."""
+        if not any(h.alive for h in self.helpers):
             return
-        helper = min(alive, key=lambda h: len(h.keys))
         key, self.next_key = self.next_key, self.next_key + 1
         url_b, charset_b = url.encode(), (charset or "").encode()
         head = _REQUEST.pack(key, len(url_b), len(charset_b), len(body), index)
-        helper.out += [memoryview(head + url_b + charset_b), memoryview(body)]
-        helper.keys.add(key)
-        self.sent[id(result)] = (key, helper, result)
-        try:  # what the pipe takes now; answers are read when one is taken
-            helper.write()
-        except BrokenPipeError:
-            self._lost(helper)
+        self.queued[key] = [memoryview(head + url_b + charset_b), memoryview(body)]
+        self.sent[id(result)] = (key, result)
+        self._dispatch()
 
-    def take(self, result: object) -> Analysis | None:
-        """The analysis of *result*, waiting for it; None if it was not submitted or its
+    def take(self, result: object, here: Callable[[], Analysis | None] = lambda: None
+             ) -> Analysis | None:
+        """The analysis of *result*, waiting for it, or ``here()`` if it was not submitted,
+        is still waiting for a helper with room (then its time counts as waiting), or its
         helper was lost."""
-        sent = self.sent.get(id(result))
+        self.look(ended=False)
+        sent = self.sent.pop(id(result), None)
         if sent is None:
-            return None
-        key, helper, _ = sent
+            return here()
+        key, start = sent[0], time.monotonic()
+        if self.queued.pop(key, None) is not None:  # every helper is busier than we are
+            answer = here()
+            self.stats["time/helpers"] += time.monotonic() - start
+            return answer
+        helper = self.where[key]
         if key not in self.answers:
-            start = time.monotonic()
             while key not in self.answers and key in helper.keys and helper.alive:
                 if not self._pump(STALL):
                     self._lost(helper)  # hung: killed, its pages analysed here
             self.stats["time/helpers"] += time.monotonic() - start
-        del self.sent[id(result)]
+        elif self.queued:
+            self._pump(0.0)  # read the answers ready, hand on what waits
+        del self.where[key]
         answer = self.answers.pop(key, None)
         self.stats["analysis/ahead"] += answer is not None
-        return answer
+        return here() if answer is None else answer
 
     def discard(self, result: object) -> None:
         """Forget *result* (not to be committed); its answer is dropped when it comes."""
         sent = self.sent.pop(id(result), None)
         if sent is not None:
+            self.queued.pop(sent[0], None)
+            self.where.pop(sent[0], None)
             self.answers.pop(sent[0], None)
 
+    def _dispatch(self) -> None:
+        """Hand the pages waiting in the pool, oldest first, to the helpers with room (the
+        one with the fewest in hand first), and write what the pipes take now."""
+        alive = [h for h in self.helpers if h.alive]
+        while self.queued and alive:
+            helper = min(alive, key=lambda h: len(h.keys))
+            if len(helper.keys) >= HAND:
+                break
+            key = next(iter(self.queued))
+            helper.out += self.queued.pop(key)
+            helper.keys.add(key)
+            self.where[key] = helper
+        for helper in alive:
+            try:
+                helper.write()
+            except BrokenPipeError:
+                self._lost(helper)
+
     def _pump(self, timeout: float) -> bool:
-        """Wait up to *timeout* s until a pipe is ready, then write what the pipes take
-        and read the answers in them; False if none was ready."""
+        """Wait up to *timeout* s until a pipe is ready, then write what the pipes take,
+        read the answers in them and hand on what waits; False if none was ready."""
         alive = [h for h in self.helpers if h.alive]
         if not alive:
             return True
@@ -393,16 +528,16 @@ class AnalysisPool:
                 writers[fd].write()
             except BrokenPipeError:
                 self._lost(writers[fd])
-        wanted = {key for key, _, _ in self.sent.values()}
         for fd in readable:
             helper = readers[fd]
             if helper.closed:  # lost as it was written to
                 continue
             for key, answer in helper.read():
-                if key in wanted:
+                if key in self.where:  # (not discarded)
                     self.answers[key] = answer
             if not helper.alive:
                 self._lost(helper)
+        self._dispatch()
         return bool(readable or writable)
 
     def _lost(self, helper: _Helper) -> None:
@@ -419,6 +554,8 @@ class AnalysisPool:
         for helper in self.helpers:
             helper.close(5.0)
         self.sent.clear()
+        self.queued.clear()
+        self.where.clear()
         self.answers.clear()
 
 
@@ -434,9 +571,11 @@ def _read_exactly(fd: int, n: int) -> bytes | None:
     return b"".join(parts)
 
 
-def main(formats: list[str]) -> None:
+def main(argv: list[str]) -> None:
     """A helper: analyse the pages read from stdin, answer on stdout, until stdin ends.
-    *formats*: the wire format its rank speaks (a helper of other code stops at once)."""
+    *argv*: the wire format its rank speaks (a helper of other code stops at once), then
+    the ``--url-strip-params`` regex."""
+    formats, strip = argv[:-1], argv[-1] if argv else ""
     if formats != [_REQUEST.format, _ANSWER.format]:
         sys.exit(f"bspcrawl.analysis: the rank speaks {formats}, this helper "
                  f"{[_REQUEST.format, _ANSWER.format]} (bspcrawl changed under the crawl?)")
@@ -444,7 +583,7 @@ def main(formats: list[str]) -> None:
         signal.signal(sig, signal.SIG_IGN)          # Ctrl-C or a kill reaches us too)
     recv_fd, send_fd = 0, os.dup(1)
     os.dup2(2, 1)  # a stray print goes to stderr, not into the answers
-    cache = LinkCache()
+    cache, keys = LinkCache(), LinkKeys(strip)
     while (head := _read_exactly(recv_fd, _REQUEST.size)) is not None:
         key, n_url, n_charset, n_body, index = _REQUEST.unpack(head)
         data = _read_exactly(recv_fd, n_url + n_charset + n_body)
@@ -454,7 +593,7 @@ def main(formats: list[str]) -> None:
         charset = data[n_url:n_url + n_charset].decode() or None
         try:
             answer: Analysis | None = analyse(data[n_url + n_charset:], url, charset,
-                                              bool(index), cache)
+                                              bool(index), cache, keys)
         except Exception:  # noqa: BLE001 (the scheduler's thread repeats it and fails)
             answer = None
         payload = encode(answer)

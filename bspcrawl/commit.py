@@ -29,12 +29,12 @@ robots.txt answers are not pages: the scheduler hands them to the frontier, neve
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Sequence
 
 import numpy as np
 import xxhash
 
-from bspcrawl.analysis import Analysis, AnalysisPool, analyse
+from bspcrawl.analysis import Analysis, AnalysisPool, LinkKeys, analyse
 from bspcrawl.counters import Stats
 from bspcrawl.index.archive import Archive
 from bspcrawl.index.store import RankStore
@@ -63,15 +63,12 @@ def charset(content_type: str) -> str | None:
 
 
 SENT_MEMO = 1 << 18  # links remembered as sent (about 100 bytes each)
-KEY_MEMO = 1 << 16  # link URLs remembered with their seen-set key (about 150 bytes each)
-_DEEPEST = 1 << 31
 
 
 class Committer:
     """Commits page results to one rank's archive and store (see the module docstring).
 
-    ``fingerprints`` maps URLs to their seen-set keys (the frontier's, so that the link
-    graph's targets match ``/pages/url_fp``); ``agent_token`` is matched against
+    ``keys`` gives URLs their seen-set keys (the frontier's); ``agent_token`` is matched against
     ``X-Robots-Tag`` lines; a page's links past ``max_outlinks``, and its links to hosts
     past ``max_hosts`` distinct ones (0: no limit), are dropped, in document order, and
     counted in ``stats`` (``commit/outlinks_cut``, ``commit/hosts_cut``). ``pool``: the
@@ -79,16 +76,15 @@ class Committer:
     """
 
     def __init__(self, archive: Archive, store: RankStore, agent_token: str,
-                 fingerprints: Callable[[list[str]], np.ndarray], max_outlinks: int = 0,
+                 keys: LinkKeys, max_outlinks: int = 0,
                  stats: Stats | None = None, max_hosts: int = 0,
                  pool: AnalysisPool | None = None) -> None:
         self.archive, self.store, self.agent_token = archive, store, agent_token
-        self.fingerprints, self.max_outlinks = fingerprints, max_outlinks
+        self.keys, self.max_outlinks = keys, max_outlinks
         self.max_hosts, self.pool = max_hosts, pool
         self.stats = Stats() if stats is None else stats
         self.cache = LinkCache()
         self.sent: dict[int, int] = {}  # fingerprint -> least depth sent (_unsent)
-        self.keys: dict[str, int] = {}  # URL -> its fingerprint (_keys)
 
     def prepare(self, result: FetchResult) -> None:
         """Have the pool analyse *result*'s page now, if it is an HTML page fetched
@@ -118,18 +114,21 @@ class Committer:
 
     def _analysis(self, result: FetchResult, index: bool) -> Analysis:
         """The analysis of *result*'s page: the pool's, else made here."""
-        done = self.pool.take(result) if self.pool is not None else None
-        if done is None:
-            done = analyse(result.body, result.job.url, charset(result.content_type), index,
-                           self.cache)
-        return done
+        def here() -> Analysis:
+            return analyse(result.body, result.job.url, charset(result.content_type), index,
+                           self.cache, self.keys)
+
+        done = self.pool.take(result, here) if self.pool is not None else None
+        return here() if done is None else done
 
     def commit(self, result: FetchResult) -> list[Link]:
         """Commit one page result; returns the links it yields (a redirect's target, or
         the page's links unless nofollow, with their anchor text)."""
         job = result.job
-        redirect, found, anchors, terms, page, parts = "", [], [], EMPTY, None, None
-        pairs = EMPTY.sequence
+        redirect, terms, page, parts = "", EMPTY, None, None
+        found: Sequence[str] = []
+        anchors: Sequence[str] = []
+        pairs = fps = EMPTY.sequence
         fingerprint = 0
         links: list[Link] = []
         self.archive.restore(result, job.fp)
@@ -139,19 +138,22 @@ class Committer:
                 links.append(Link(redirect, job.depth, job.hops + 1))
         elif (200 <= result.status < 300 or result.revisit) and is_html(result):
             follow, index = self._indexed(result)
-            page, terms, parts, fingerprint, pairs = self._analysis(result, index)
+            page, terms, parts, fingerprint, pairs, fps = self._analysis(result, index)
             if follow:
                 found, anchors = page.links, page.anchors
                 if self.max_outlinks and len(found) > self.max_outlinks:
                     self.stats["commit/outlinks_cut"] += len(found) - self.max_outlinks
                     found, anchors = found[: self.max_outlinks], anchors[: self.max_outlinks]
+                    fps = fps[: self.max_outlinks]
                 if self.max_hosts and len(found) > self.max_hosts:  # else they cannot be
-                    found, anchors = self._few_hosts(found, anchors)
-        fps = self._keys(found)
-        links += self._unsent(found, fps, job.depth + 1, anchors)
+                    found, anchors, fps = self._few_hosts(found, anchors, fps)
+            else:
+                fps = EMPTY.sequence
+        keys = fps.tolist()
+        links += self._unsent(found, keys, job.depth + 1, anchors)
         content_fp = xxhash.xxh3_64_intdigest(result.body) if result.body else 0
         self.archive.record(result, job.fp, host_hash(job.host), content_fp)
-        doc = self.store.commit(result, job.fp, redirect, fps, terms, content_fp, fingerprint)
+        doc = self.store.commit(result, job.fp, redirect, keys, terms, content_fp, fingerprint)
         if page is not None and parts is not None and len(terms):
             self.store.search.add_page(doc, terms, page.title, fields(page, parts), pairs)
         return links
@@ -161,60 +163,50 @@ class Committer:
         their targets, by URL fingerprint, fetched yet or not (``index/ranking.py``)."""
         anchored = [x for x in links if x.anchor]
         if anchored:
-            fps = self.fingerprints([x.url for x in anchored])
+            fps = self.keys([x.url for x in anchored])
             which, hashes, tf = count_terms_each([x.anchor.encode() for x in anchored])
             self.store.search.add_anchors(fps[which], hashes, tf)
 
-    def _keys(self, urls: list[str]) -> list[int]:
-        """The seen-set keys of a page's links (``fingerprints``), memoised: on
-        documentation sites most links of a page are the navigation of the pages before
-        (a lookup costs a quarter of a hash; cleared past ``KEY_MEMO`` entries)."""
-        keys = self.keys
-        if len(keys) > KEY_MEMO:
-            keys.clear()
-        missing = [url for url in urls if url not in keys]
-        if missing:
-            keys.update(zip(missing, self.fingerprints(missing).tolist(), strict=True))
-        return list(map(keys.__getitem__, urls))
-
-    def _unsent(self, urls: list[str], fps: list[int], depth: int,
-                anchors: list[str]) -> list[Link]:
-        """The links of a page that this rank has not sent yet at ``depth`` or less, with
-        their anchor text (``anchors``, cut by ``messages.clip_anchor``).
+    def _unsent(self, urls: Sequence[str], keys: list[int], depth: int,
+                anchors: Sequence[str]) -> list[Link]:
+        """The links of a page that this rank has not sent yet at ``depth`` or less (by
+        their seen-set ``keys``), with their anchor text (``anchors``, cut by
+        ``messages.clip_anchor``).
 
         A link sent already is known to the rank that owns it: in its seen set, or refused
         by a rule that refuses it again (too long, a trap's shape, a spent budget); only a
         smaller depth could change its fate. On documentation sites 95% of the links
-        found are the same navigation links again, so this memo (fingerprint -> depth,
+        found are the same navigation links again, so this memo (key -> depth,
         cleared when it holds ``SENT_MEMO`` entries) spares their encoding, exchange and
-        seen-set checks; the crawl is the same with it or without.
+        seen-set checks (and, with helpers, their strings: ``analysis.Strings``); the crawl
+        is the same with it or without.
         """
         sent = self.sent
         if len(sent) > SENT_MEMO:
             sent.clear()
         out = []
-        for url, fp, anchor in zip(urls, fps, anchors, strict=True):
-            if sent.get(fp, _DEEPEST) > depth:
-                sent[fp] = depth
-                out.append(Link(url, depth, 0, clip_anchor(anchor) if anchor else ""))
-        self.stats["commit/links_known"] += len(urls) - len(out)
+        for i, was in enumerate(map(sent.get, keys)):  # (lazy: sees the page's own keys)
+            if was is None or was > depth:
+                sent[keys[i]] = depth
+                anchor = anchors[i]
+                out.append(Link(urls[i], depth, 0, clip_anchor(anchor) if anchor else ""))
+        self.stats["commit/links_known"] += len(keys) - len(out)
         return out
 
-    def _few_hosts(self, found: list[str], anchors: list[str]
-                   ) -> tuple[list[str], list[str]]:
-        """The links (and their anchors) to the page's first ``max_hosts`` distinct hosts
-        (a page of links to 100,000 subdomains would grow the host directory every rank
-        holds)."""
+    def _few_hosts(self, found: Sequence[str], anchors: Sequence[str], keys: np.ndarray
+                   ) -> tuple[list[str], list[str], np.ndarray]:
+        """The links (their anchors, their keys) to the page's first ``max_hosts`` distinct
+        hosts (a page of links to 100,000 subdomains would grow the host directory every
+        rank holds)."""
         hosts: set[str] = set()
-        kept, kept_anchors = [], []
-        for url, anchor in zip(found, anchors, strict=True):
+        kept = []
+        for i, url in enumerate(found):
             key = host_key(url)
             if key in hosts or len(hosts) < self.max_hosts:
                 hosts.add(key)
-                kept.append(url)
-                kept_anchors.append(anchor)
+                kept.append(i)
         self.stats["commit/hosts_cut"] += len(found) - len(kept)
-        return kept, kept_anchors
+        return [found[i] for i in kept], [anchors[i] for i in kept], keys[kept]
 
 
 def fields(page: ParsedPage, parts: tuple[np.ndarray, np.ndarray, np.ndarray]

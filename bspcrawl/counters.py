@@ -49,7 +49,7 @@ COUNTERS: tuple[Counter, ...] = (
             "schedule, for a result while every host rested, and in collectives",
             seconds=True),
     Counter("time/helpers", STEP, "seconds the superstep's commits waited for the parse "
-            "helpers' analyses", seconds=True),
+            "helpers' analyses, or made those no helper had room for", seconds=True),
     Counter("pages/committed", TOTAL, "pages committed to the index (doc ids given)",
             synced=True),
     Counter("pages/ok", TOTAL, "committed pages answered 2xx, 304 or still fresh", synced=True),

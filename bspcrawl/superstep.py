@@ -34,7 +34,7 @@ import numpy as np
 from mpi4py import MPI
 
 from bspcrawl import bsp, checkpoint
-from bspcrawl.analysis import AnalysisPool, Spare, helpers_for
+from bspcrawl.analysis import AnalysisPool, LinkKeys, Spare, helpers_for
 from bspcrawl.commit import Committer
 from bspcrawl.counters import Stats, synced
 from bspcrawl.frontier import Frontier
@@ -157,9 +157,9 @@ class Crawl:
         checkpoint every ``checkpoint_every`` supersteps and at the end."""
         s, start = self.settings, time.monotonic()
         self._fault(self.superstep, "start")
-        pool, spare = self._helpers()
+        pool = self._helpers()
         committer = Committer(self.archive, self.store, s.agent_token,
-                              self.frontier.fingerprints, s.crawl_max_outlinks, self.stats,
+                              LinkKeys(s.url_strip_params), s.crawl_max_outlinks, self.stats,
                               s.crawl_max_page_hosts, pool)
         self.scheduler = Scheduler(s, self.frontier, self.window, self.archive, committer,
                                    self.stats)
@@ -174,10 +174,8 @@ class Crawl:
                 links = self.scheduler.run(draining=bool(stopping))  # run
                 outbox = self.send_messages(links)                  # send_messages
                 g = self.sync(outbox, start)                        # sync
-                if spare is not None and pool is not None and spare.look(
-                        time.monotonic(), self.stats["time/wait"], self.stats["time/helpers"],
-                        len(pool.helpers)):
-                    pool.grow()
+                if pool is not None:
+                    pool.look(ended=True)
                 self.scheduler.idle_max = IDLE_MAX if g["scheduler/idle"] == self.size \
                     else IDLE_SLEEP
                 self.store.add_stats(self.stats.row(self.rank, k))
@@ -206,14 +204,15 @@ class Crawl:
                        g["pages/bytes"], g["frontier/seen"], g["frontier/size"],
                        time.monotonic() - start, stopped)
 
-    def _helpers(self) -> tuple[AnalysisPool | None, Spare | None]:
-        """The rank's parse helpers (``--parse-processes``), and for the default, the rule
+    def _helpers(self) -> AnalysisPool | None:
+        """The rank's parse helpers (``--parse-processes``), with, for the default, the rule
         that gives it more later, up to the most it may have (``analysis.Spare``)."""
         helpers, most = helpers_for(self.settings.index_parse_processes,
                                     bsp.node_size(self.comm))
-        if most > helpers:
-            return AnalysisPool(helpers, self.stats), Spare(time.monotonic(), most)
-        return (AnalysisPool(helpers, self.stats) if helpers else None), None
+        if most == 0:
+            return None
+        spare = Spare(time.monotonic(), most) if most > helpers else None
+        return AnalysisPool(helpers, self.stats, self.settings.url_strip_params, spare)
 
     def send_messages(self, links: list[Link]) -> Outbox:
         """Bucket the links found (and those held last superstep) by owner rank; links to

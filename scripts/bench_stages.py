@@ -32,8 +32,8 @@ from isal import isal_zlib
 from selectolax.lexbor import LexborHTMLParser
 from warcio.archiveiterator import ArchiveIterator
 
+from bspcrawl.analysis import LinkKeys
 from bspcrawl.commit import Committer, charset, is_html
-from bspcrawl.frontier import Frontier
 from bspcrawl.index.archive import Archive
 from bspcrawl.index.store import RankStore
 from bspcrawl.index.terms import count_terms
@@ -76,11 +76,11 @@ def cpu(work: Callable[[], object], repeat: int) -> float:
 def commit_all(results: list[FetchResult], settings: Settings) -> None:
     """Commit every result as one rank does (archive, store, committer) in a temp dir."""
     with tempfile.TemporaryDirectory() as tmp:
-        frontier = Frontier(settings)
         archive = Archive(Path(tmp), 0)
         store = RankStore(Path(tmp), 0, 1, {}, flush_pages=settings.index_flush_pages,
                           archive=archive)
-        committer = Committer(archive, store, settings.agent_token, frontier.fingerprints)
+        committer = Committer(archive, store, settings.agent_token,
+                              LinkKeys(settings.url_strip_params))
         for res in results:
             res.job.fp = hash(res.job.url)
             committer.commit(res)

@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -18,7 +19,9 @@ from bspcrawl.analysis import (
     AUTO,
     Analysis,
     AnalysisPool,
+    LinkKeys,
     Spare,
+    Strings,
     analyse,
     cpu_quota,
     decode,
@@ -28,6 +31,7 @@ from bspcrawl.analysis import (
 from bspcrawl.counters import Stats
 from bspcrawl.messages import FetchJob, FetchResult
 from bspcrawl.robots.links import LinkCache
+from bspcrawl.settings import Settings
 from bspcrawl.testweb.hostile import HostileConfig, HostileWeb
 from tests.crawling import serve
 from tests.sites import crawl_here
@@ -35,11 +39,13 @@ from tests.sites import crawl_here
 
 def page(i: int, rng: random.Random) -> tuple[bytes, str, str | None, bool]:
     """Page ``i``: (body, URL, charset, whether to index): links, headings, a title, now
-    and then a noindex, a Latin-1 charset, a page without words, a 3 MB page."""
+    and then a noindex, a Latin-1 charset, a page without words, a 3 MB page; a link with
+    a tracking parameter (its seen-set key has it cut)."""
     words = " ".join(rng.choice(["alpha", "beta", "gamma", "café", "delta"])
                      for _ in range(rng.randrange(0, 400)))
     links = "".join(f'<a href="p{rng.randrange(100)}.html">link {j}</a>'
                     for j in range(rng.randrange(0, 50)))
+    links += f'<a href="p{i}.html?utm_source=feed&amp;id={i % 4}">a tracked link</a>'
     meta = '<meta name="robots" content="noindex">' if i % 7 == 3 else ""
     html = (f"<html><head><title>Page {i}</title>{meta}</head><body><h1>Head {i}</h1>"
             f"<h3>{words[:40]}</h3><p>{words}</p>{links}</body></html>")
@@ -56,7 +62,8 @@ def same(a: Analysis, b: Analysis) -> None:
     assert a.page == b.page and a.simhash == b.simhash
     for name in ("hashes", "tf"):
         assert np.array_equal(getattr(a.terms, name), getattr(b.terms, name)), name
-    assert np.array_equal(a.pairs, b.pairs)
+    assert np.array_equal(a.pairs, b.pairs) and np.array_equal(a.keys, b.keys)
+    assert a.keys.tolist() == LinkKeys(STRIP)(list(a.page.links)).tolist()
     assert a.terms.as_dict() == b.terms.as_dict()
     assert (a.parts is None) == (b.parts is None)
     for x, y in zip(a.parts or (), b.parts or (), strict=True):
@@ -69,20 +76,39 @@ def result(i: int, body: bytes, url: str) -> FetchResult:
 
 
 PAGES = [page(i, random.Random(i)) for i in range(60)]
+STRIP = Settings().url_strip_params
+
+
+def test_strings_read_as_the_list_they_hold():
+    items = ["http://a.test/", "", "é", "http://b.test/x?y#", "z" * 300]
+    held = Strings.of(items)
+    assert held == items and list(held) == items and len(held) == 5
+    assert [held[i] for i in range(-5, 5)] == items + items
+    for a in range(-6, 7):
+        for b in range(-6, 7):
+            assert list(held[a:b]) == items[a:b] and held[a:b] == items[a:b]
+    assert held[1:][1:3] == items[2:4]
+    with pytest.raises(IndexError):
+        held[5]
+    assert Strings.of([]) == [] and len(Strings.of([])) == 0
+    assert held != items[:4] and held != "http://a.test/"
+    with pytest.raises(TypeError):
+        hash(held)
 
 
 def test_encode_then_decode_gives_the_analysis_back():
     cache = LinkCache()
     for body, url, charset, index in PAGES:
-        local = analyse(body, url, charset, index, cache)
+        local = analyse(body, url, charset, index, cache, LinkKeys(STRIP))
         same(decode(encode(local)), local)
     assert decode(encode(None)) is None
 
 
 @pytest.mark.parametrize("helpers", [1, 3])
-def test_the_pool_gives_the_local_analysis_in_any_order(helpers):
+def test_the_pool_gives_the_local_analysis_in_any_order(helpers, monkeypatch):
+    monkeypatch.setattr(analysis, "HAND", len(PAGES))  # every page in a helper's hands
     stats = Stats()
-    pool = AnalysisPool(helpers, stats)
+    pool = AnalysisPool(helpers, stats, STRIP)
     try:
         results = [result(i, *p[:2]) for i, p in enumerate(PAGES)]
         for r, (body, url, charset, index) in zip(results, PAGES, strict=True):
@@ -94,7 +120,7 @@ def test_the_pool_gives_the_local_analysis_in_any_order(helpers):
             body, url, charset, index = PAGES[i]
             got = pool.take(results[i])
             assert got is not None
-            same(got, analyse(body, url, charset, index, cache))
+            same(got, analyse(body, url, charset, index, cache, LinkKeys(STRIP)))
         assert pool.take(results[0]) is None  # taken already: the caller analyses it
         assert not pool.sent and not pool.answers
         assert stats["analysis/ahead"] == len(PAGES)
@@ -103,8 +129,39 @@ def test_the_pool_gives_the_local_analysis_in_any_order(helpers):
     assert all(h.proc.returncode == 0 for h in pool.helpers)
 
 
+def test_pages_past_the_hands_wait_for_room_and_for_a_new_helper(monkeypatch):
+    monkeypatch.setattr(analysis, "HAND", 4)
+    stats = Stats()
+    pool = AnalysisPool(1, stats, STRIP)
+    try:
+        results = [result(i, *p[:2]) for i, p in enumerate(PAGES[:24])]
+        for r, page_i in zip(results, PAGES, strict=False):
+            pool.submit(r, *page_i)
+        first = pool.helpers[0]
+        assert len(first.keys) == 4 and len(pool.queued) == 20
+        pool.grow()  # the new helper takes 4 of those waiting at once
+        second = pool.helpers[1]
+        assert len(second.keys) == 4 and len(pool.queued) == 16
+        made = analyse(*PAGES[23], LinkCache(), LinkKeys(STRIP))
+        assert pool.take(results[-1], lambda: time.sleep(0.05) or made) is made  # still
+        assert len(pool.queued) == 15  # waiting: the caller made it, in time counted as
+        assert stats["time/helpers"] >= 0.05  # waiting (the helpers do not keep up)
+        cache = LinkCache()
+        went = []
+        for r, (body, url, charset, index) in zip(results[:-1], PAGES, strict=False):
+            went.append(pool.where[pool.sent[id(r)][0]])  # handed out before its turn
+            got = pool.take(r)  # in order, as the commits go
+            assert got is not None
+            same(got, analyse(body, url, charset, index, cache, LinkKeys(STRIP)))
+        assert not pool.sent and not pool.queued and not pool.where and not pool.answers
+        assert stats["analysis/ahead"] == 23
+        assert went.count(first) > 4 and went.count(second) >= 4  # then as they had room
+    finally:
+        pool.close()
+
+
 def test_a_discarded_page_leaves_nothing_behind():
-    pool = AnalysisPool(1, Stats())
+    pool = AnalysisPool(1, Stats(), STRIP)
     try:
         results = [result(i, *p[:2]) for i, p in enumerate(PAGES[:5])]
         for r, (body, url, charset, index) in zip(results, PAGES, strict=False):
@@ -112,14 +169,14 @@ def test_a_discarded_page_leaves_nothing_behind():
         pool.discard(results[1])
         for i in (0, 2, 3, 4):
             assert pool.take(results[i]) is not None
-        assert not pool.sent and not pool.answers
+        assert not pool.sent and not pool.answers and not pool.where
     finally:
         pool.close()
 
 
 def test_a_lost_helper_leaves_its_pages_to_the_scheduler():
     stats = Stats()
-    pool = AnalysisPool(2, stats)
+    pool = AnalysisPool(2, stats, STRIP)
     try:
         results = [result(i, *p[:2]) for i, p in enumerate(PAGES[:20])]
         for r, (body, url, charset, index) in zip(results, PAGES, strict=False):
@@ -127,7 +184,7 @@ def test_a_lost_helper_leaves_its_pages_to_the_scheduler():
         dead = pool.helpers[0]
         dead.proc.kill()
         dead.proc.wait()
-        lost = {id(r) for r in results if pool.sent[id(r)][1] is dead}
+        lost = {id(r) for r in results if pool.where[pool.sent[id(r)][0]] is dead}
         assert lost
         for r in results:
             got = pool.take(r)
@@ -138,7 +195,7 @@ def test_a_lost_helper_leaves_its_pages_to_the_scheduler():
         assert not dead.alive and pool.helpers[1].alive
         late = result(99, *PAGES[0][:2])
         pool.submit(late, *PAGES[0])
-        assert pool.sent[id(late)][1] is pool.helpers[1]  # only the survivor gets pages
+        assert pool.where[pool.sent[id(late)][0]] is pool.helpers[1]  # only the survivor
         assert pool.take(late) is not None
     finally:
         pool.close()
@@ -147,7 +204,7 @@ def test_a_lost_helper_leaves_its_pages_to_the_scheduler():
 def test_closing_with_answers_unread_ends_the_helpers_without_a_kill():
     """Pages sent and never taken (a crawl stopped with schedules outstanding): the
     helpers, blocked writing answers nobody reads, end on their own."""
-    pool = AnalysisPool(2, Stats())
+    pool = AnalysisPool(2, Stats(), STRIP)
     for i, (body, url, charset, index) in enumerate(PAGES):
         pool.submit(result(i, body, url), body, url, charset, index)
     pool.close()
@@ -157,7 +214,7 @@ def test_closing_with_answers_unread_ends_the_helpers_without_a_kill():
 def test_a_hung_helper_is_killed_and_its_pages_left_to_the_scheduler(monkeypatch):
     monkeypatch.setattr(analysis, "STALL", 0.5)
     stats = Stats()
-    pool = AnalysisPool(1, stats)
+    pool = AnalysisPool(1, stats, STRIP)
     try:
         (helper,) = pool.helpers
         helper.proc.send_signal(signal.SIGSTOP)  # hangs as a parser in a loop would
@@ -170,7 +227,7 @@ def test_a_hung_helper_is_killed_and_its_pages_left_to_the_scheduler(monkeypatch
 
 
 def test_a_helper_of_another_wire_format_stops_with_one_line():
-    run = subprocess.run([sys.executable, "-m", "bspcrawl.analysis", "<Q", "<Q"],
+    run = subprocess.run([sys.executable, "-m", "bspcrawl.analysis", "<Q", "<Q", STRIP],
                          input=b"", capture_output=True)
     assert run.returncode != 0 and run.stdout == b""
     assert run.stderr.count(b"\n") == 1 and b"changed under the crawl" in run.stderr
@@ -192,7 +249,7 @@ def test_hostile_answers_give_the_same_analysis_through_the_pool():
                               found and found[1].decode("latin-1"), True))
     pages = [p for p in pages if p[0]]
     assert len(pages) > 80
-    pool = AnalysisPool(2, Stats())
+    pool = AnalysisPool(2, Stats(), STRIP)
     try:
         results = [result(i, body, url) for i, (body, url, _, _) in enumerate(pages)]
         for r, page_args in zip(results, pages, strict=True):
@@ -201,7 +258,7 @@ def test_hostile_answers_give_the_same_analysis_through_the_pool():
         for r, (body, url, charset, index) in zip(results, pages, strict=True):
             got = pool.take(r)
             assert got is not None
-            same(got, analyse(body, url, charset, index, cache))
+            same(got, analyse(body, url, charset, index, cache, LinkKeys(STRIP)))
     finally:
         pool.close()
 
@@ -264,6 +321,22 @@ def test_spare_gives_a_busy_rank_a_helper_when_a_core_idles(tmp_path, monkeypatc
     assert looks([1000, 0], [0.0], on_helpers=0.2, helpers=1) == [False]  # they keep up
     assert looks([100, 100], [0.0], on_helpers=0.9, helpers=2) == [False]  # no core idles
     assert looks([1000, 0], [0.0], on_helpers=0.9, helpers=4) == [False]  # it has the most
+    # looked at as it commits: the superstep's counters so far, each counted once
+    def spare_idling() -> Spare:
+        stat.write_text("cpu0 0 0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0 0 0\n")
+        spare = Spare(100.0, 4, str(stat))
+        _stat(stat, [1000, 0])
+        return spare
+
+    spare = spare_idling()
+    assert not spare.look(100.3, 0.1, 0.0, 0, ended=False)  # not half a second yet
+    assert spare.look(100.6, 0.1, 0.0, 0, ended=False)  # waited 0.1 s of 0.6: busy
+    spare = spare_idling()
+    assert not spare.look(100.3, 0.1, 0.0, 0, ended=False)
+    assert not spare.look(100.6, 0.2, 0.0, 0, ended=True)  # 0.2 s of 0.6: 33%, it waited
+    spare = spare_idling()
+    assert not spare.look(100.3, 0.05, 0.0, 0, ended=True)
+    assert spare.look(100.6, 0.08, 0.0, 0, ended=False)  # a new superstep: 0.13 s of 0.6
     missing = Spare(100.0, 4, str(tmp_path / "none"))  # no /proc: never
     assert not missing.look(105.0, 0.0, 0.0, 0) and not missing.look(110.0, 0.0, 5.0, 1)
     stat.write_text("\ncpu0 1 2\ncpu1 x y z w v u t s\n")  # unreadable: never either
@@ -278,7 +351,7 @@ def test_a_helper_taken_mid_crawl_gives_the_same_index(tmp_path, monkeypatch):
     looks = iter(range(1, 10**6))
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     monkeypatch.setattr(analysis, "CGROUP", tmp_path / "no-cgroup")  # no CPU quota
-    monkeypatch.setattr(Spare, "look", lambda self, *args: next(looks) == 3)
+    monkeypatch.setattr(Spare, "look", lambda self, *args, **kw: next(looks) == 3)
     indexes = []
     with serve(pages=400, hosts=4, latency="0,0.01") as web:
         for run, helpers in enumerate([0, AUTO]):

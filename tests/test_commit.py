@@ -11,7 +11,8 @@ import h5py
 import pytest
 import xxhash
 
-from bspcrawl import commit
+from bspcrawl import analysis, commit
+from bspcrawl.analysis import LinkKeys
 from bspcrawl.commit import Committer, charset, is_html
 from bspcrawl.frontier import Frontier
 from bspcrawl.index.archive import Archive
@@ -43,7 +44,7 @@ class Rank:
         self.archive = Archive(out, 0, warc=warc, revisits=revisits)
         self.store = RankStore(out, 0, 1, {}, flush_pages=1000, archive=self.archive)
         self.committer = Committer(self.archive, self.store, settings.agent_token,
-                                   self.frontier.fingerprints)
+                                   LinkKeys(settings.url_strip_params))
         self.seq = 0
 
     def job(self, url: str, depth: int = 0, hops: int = 0) -> FetchJob:
@@ -295,16 +296,18 @@ def test_a_link_is_sent_once_unless_it_comes_again_shallower(tmp_path, monkeypat
 def test_link_keys_come_from_the_memo_as_the_frontier_gives_them(tmp_path, monkeypatch):
     rank = Rank(tmp_path)
     calls = []
-    keys = rank.committer.fingerprints
-    rank.committer.fingerprints = lambda urls: calls.append(list(urls)) or keys(urls)
+    keys = rank.committer.keys
+    hashed = analysis.key_fingerprints
+    monkeypatch.setattr(analysis, "key_fingerprints",
+                        lambda urls, strip: calls.append(list(urls)) or hashed(urls, strip))
     rng = random.Random(3)
     pool = [f"http://a.test/p{i}?utm_source=x&q={i % 4}" for i in range(12)]
     pages = [rng.sample(pool, rng.randint(0, 8)) for _ in range(40)]
     for urls in pages:
-        assert rank.committer._keys(urls) == rank.frontier.fingerprints(urls).tolist()
+        assert keys(urls).tolist() == rank.frontier.fingerprints(urls).tolist()
     asked = [url for batch in calls for url in batch]
     assert sorted(asked) == sorted(set(asked)) and all(calls)  # each URL hashed once
-    monkeypatch.setattr(commit, "KEY_MEMO", 5)  # past 5 entries the memo is cleared
+    monkeypatch.setattr(analysis, "KEY_MEMO", 5)  # past 5 entries the memo is cleared
     for urls in pages:
-        assert rank.committer._keys(urls) == rank.frontier.fingerprints(urls).tolist()
-        assert len(rank.committer.keys) <= 5 + len(urls)  # overshot by one page at most
+        assert keys(urls).tolist() == rank.frontier.fingerprints(urls).tolist()
+        assert len(keys.memo) <= 5 + len(urls)  # overshot by one page at most

@@ -75,7 +75,7 @@ import codecs
 import functools
 import html
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -121,8 +121,9 @@ _REFRESH = re.compile(r"""\s*[\d.]*\s*[;,]?\s*(?:url\s*=\s*)?(['"]?)(.*)""", re.
 class ParsedPage:
     """What one HTML page gives the crawler and the index."""
 
-    links: list[str] = field(default_factory=list)
-    """Absolute http(s) URLs without fragment, unique, in first-seen document order."""
+    links: Sequence[str] = field(default_factory=list)
+    """Absolute http(s) URLs without fragment, unique, in first-seen document order (a
+    list; through a helper's pipe an ``analysis.Strings``)."""
     text: bytes = b""
     """UTF-8 visible text for the index: title, newline, body text (not the content of
     script, style, template, iframe, noframes or noembed).
@@ -134,7 +135,7 @@ class ParsedPage:
     """The first ``<title>``, whitespace collapsed."""
     noindex: bool = False
     nofollow: bool = False
-    anchors: list[str] = field(default_factory=list)
+    anchors: Sequence[str] = field(default_factory=list)
     """The anchor text of each of ``links``: that of the URL's first href in the markup (the
     text of the first ``<a>`` of that href that has some; '' for none, for ``<link>``,
     frames and meta refresh, and for a link to the page itself)."""
