@@ -149,11 +149,10 @@ class Committer:
                     found, anchors, fps = self._few_hosts(found, anchors, fps)
             else:
                 fps = EMPTY.sequence
-        keys = fps.tolist()
-        links += self._unsent(found, keys, job.depth + 1, anchors)
+        links += self._unsent(found, fps.tolist(), job.depth + 1, anchors)
         content_fp = xxhash.xxh3_64_intdigest(result.body) if result.body else 0
         self.archive.record(result, job.fp, host_hash(job.host), content_fp)
-        doc = self.store.commit(result, job.fp, redirect, keys, terms, content_fp, fingerprint)
+        doc = self.store.commit(result, job.fp, redirect, fps, terms, content_fp, fingerprint)
         if page is not None and parts is not None and len(terms):
             self.store.search.add_page(doc, terms, page.title, fields(page, parts), pairs)
         return links

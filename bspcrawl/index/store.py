@@ -36,7 +36,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import h5py
@@ -143,7 +143,7 @@ class RankStore:
         self.started = time.time()
         self.buffer: dict[str, list] = {name: [] for name in PAGE_FIELDS}
         self.stats_buffer: list[np.ndarray] = []
-        self.link_buffer: list[int] = []
+        self.link_buffer: list[np.ndarray] = []  # each page's link targets (int64)
         self.link_counts: list[int] = []
         # hashes of the terms met (bspcrawl.index.terms): sorted, and the latest in a set
         self.known = np.zeros(0, np.int64)
@@ -180,7 +180,7 @@ class RankStore:
         return len(self.buffer["url"])
 
     def commit(self, result: FetchResult, url_fp: int, redirect: str,
-               link_fps: list[int], terms: TermCounts, content_fp: int,
+               link_fps: Sequence[int] | np.ndarray, terms: TermCounts, content_fp: int,
                fingerprint: int | None = None) -> int:
         """Append one fetched page with its out-links and term counts; returns its doc id.
         ``content_fp``: xxh3-64 of its body (0: none); ``fingerprint``: the SimHash of
@@ -204,7 +204,7 @@ class RankStore:
         b["revisit"].append(result.revisit)
         b["truncated"].append(result.truncated)
         b["simhash"].append(simhash(terms) if fingerprint is None else fingerprint)
-        self.link_buffer.extend(link_fps)
+        self.link_buffer.append(np.asarray(link_fps, dtype=np.int64))
         self.link_counts.append(len(link_fps))
         if len(terms):
             new = self._new_terms(terms.hashes)
@@ -251,7 +251,7 @@ class RankStore:
             for name, dtype in PAGE_FIELDS.items():
                 pages.create_dataset(name, data=np.asarray(self.buffer[name], dtype=dtype))
             f["links/counts"] = np.asarray(self.link_counts, dtype=np.int32)
-            f["links/targets"] = np.asarray(self.link_buffer, dtype=np.int64)
+            f["links/targets"] = np.concatenate(self.link_buffer or [np.zeros(0, np.int64)])
             terms = np.concatenate(self.batch_terms or [np.zeros(0, np.int64)])
             by_term = np.argsort(terms, kind="stable")  # by term hash, then doc: the join
             f["postings/term"] = terms[by_term]  # merges the segments' sorted runs
