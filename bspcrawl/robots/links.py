@@ -215,10 +215,18 @@ class LinkCache:
         """:meth:`resolve_unique` of the hrefs of ``{href: anchor text}``, and the anchor
         text of each URL: its first href's ('' for the base itself)."""
         urls = self._resolve(hrefs, base)
-        anchors = dict(zip(reversed(urls), reversed(hrefs.values()), strict=True))  # firsts
-        anchors[base] = anchors[_SELF] = ""
-        links = _unique(urls, base)
-        return links, list(map(anchors.get, links))
+        found = dict(zip(urls, hrefs.values(), strict=True))  # first-seen order, last text
+        if len(found) < len(urls):  # a URL of two hrefs: the first one's text (the keys
+            found.update(zip(reversed(urls), reversed(hrefs.values()), strict=True))  # stay)
+        found.pop(_UNRESOLVABLE, None)
+        links, anchors = list(found), list(found.values())
+        if _SELF in found or base in found:  # the page itself: no anchor text, where first
+            at = links.index(_SELF) if _SELF in found else links.index(base)
+            first = links.index(base) if base in found else at
+            links[min(at, first)], anchors[min(at, first)] = base, ""
+            if first != at:
+                del links[max(at, first)], anchors[max(at, first)]
+        return links, anchors
 
     def _resolve(self, hrefs: dict, base: str) -> list[str]:
         """The URL of each href, in order (``_SELF``: the base, ``_UNRESOLVABLE``: none)."""
