@@ -7,10 +7,13 @@ about half of the commit's CPU on real pages (docs/performance/realweb.md). A ra
 Python runs in one thread (DESIGN.md), so a rank crawling a few unpaced hosts is bound by
 it, and more ranks do not help a single host (a host is one rank's). With ``N`` helper
 processes (``python -m bspcrawl.analysis``, started by the rank, no MPI in them), each
-page answered 2xx is sent to one as soon as its fetch ends, and the helper analyses it
-while the scheduler commits earlier pages; at its commit, in schedule order as always, the
-scheduler takes the answer. The index is the same either way: the analysis is a function of
-the page's bytes, URL and charset (each helper has its own ``LinkCache``, a memo).
+page answered 2xx is queued as soon as its fetch ends for the first helper with room
+(:class:`AnalysisPool`), which analyses it while the scheduler commits earlier pages; at
+its commit, in schedule order as always, the scheduler takes the answer (or, for a page no
+helper had room for yet, makes it). The index is the same either way: the analysis is a
+function of the page's bytes, URL and charset (and the ``--url-strip-params`` setting, for
+the links' seen-set keys; each helper has its own ``LinkCache`` and :class:`LinkKeys`,
+memos).
 
 Costs: the page goes through a pipe and its analysis back (~5% more CPU in all); the
 helpers use cores the rank's scheduler cannot. So it pays where there are spare cores and
@@ -25,13 +28,14 @@ of a core idle (pages of hundreds of links, whose analysis costs more than the r
 commit).
 
 A helper that dies (a crash in the parser, a kill), or hangs (``STALL`` s without a byte
-while it owes answers: then it is killed), is not replaced: the pages it held, and those
-after, are analysed in the scheduler's thread (``analysis/helpers_lost``). A helper ends
-when its pipe closes (its rank ended, even killed); it ignores SIGINT and SIGTERM, which a
-Ctrl-C or a kill of the process group sends it too: the rank stops at a superstep's end
-and needs its helpers until then.
+while it owes answers: then it is killed), is not replaced: the pages it held, and every
+page once none is left, are analysed in the scheduler's thread
+(``analysis/helpers_lost``). A helper ends when its pipe closes (its rank ended, even
+killed); it ignores SIGINT and SIGTERM, which a Ctrl-C or a kill of the process group
+sends it too: the rank stops at a superstep's end and needs its helpers until then.
 
-Wire: each request is a header (``_REQUEST``: key, sizes, whether to count terms), the
+Wire: a helper's command line holds its rank's wire format and ``--url-strip-params``;
+each request is a header (``_REQUEST``: key, sizes, whether to count terms), the
 URL and charset, then the body's bytes as they are; each answer a header (``_ANSWER``)
 and the analysis (:func:`encode`; None if it raised, so the scheduler's thread repeats it
 and fails the same way).
