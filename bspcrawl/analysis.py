@@ -455,8 +455,12 @@ class AnalysisPool:
 
     def submit(self, result: object, body: bytes, url: str, charset: str | None,
                index: bool) -> None:
-        """Queue the page *body* of *result*, then hand what waits to the helpers with room."""
-        if not any(h.alive for h in self.helpers):
+        """Queue the page *body* of *result*, then hand what waits to the helpers with room.
+        (With no helper alive, queued only if the spare may start one: then it takes the
+        pages fetched before it started, which a rank far behind its fetches would
+        otherwise commit alone, for seconds, with a helper idle.)"""
+        if not any(h.alive for h in self.helpers) and not (
+                self.spare is not None and len(self.helpers) < self.spare.most):
             return
         key, self.next_key = self.next_key, self.next_key + 1
         url_b, charset_b = url.encode(), (charset or "").encode()
@@ -477,7 +481,8 @@ class AnalysisPool:
         key, start = sent[0], time.monotonic()
         if self.queued.pop(key, None) is not None:  # every helper is busier than we are
             answer = here()
-            self.stats["time/helpers"] += time.monotonic() - start
+            if any(h.alive for h in self.helpers):  # (else there is none to wait for)
+                self.stats["time/helpers"] += time.monotonic() - start
             return answer
         helper = self.where[key]
         if key not in self.answers:

@@ -160,6 +160,30 @@ def test_pages_past_the_hands_wait_for_room_and_for_a_new_helper(monkeypatch):
         pool.close()
 
 
+def test_a_rank_that_may_take_a_helper_queues_its_pages_for_it(tmp_path):
+    never = Spare(0.0, 2, str(tmp_path / "no-proc-stat"))  # (its looks never say grow)
+    pool = AnalysisPool(0, Stats(), STRIP, never)
+    alone = AnalysisPool(0, Stats(), STRIP)  # no spare: it never has a helper
+    try:
+        results = [result(i, *p[:2]) for i, p in enumerate(PAGES[:10])]
+        for r, page_i in zip(results, PAGES, strict=False):
+            pool.submit(r, *page_i)
+            alone.submit(r, *page_i)
+        assert len(pool.queued) == 10 and not alone.sent
+        made = analyse(*PAGES[0], LinkCache(), LinkKeys(STRIP))
+        assert pool.take(results[0], lambda: made) is made  # no helper yet: made here
+        assert pool.stats["time/helpers"] == 0  # (with none, nothing waited for one)
+        pool.grow()  # the helper started later takes the pages fetched before it
+        assert len(pool.queued) == 0 and len(pool.where) == 9
+        cache = LinkCache()
+        for r, (body, url, charset, index) in zip(results[1:], PAGES[1:], strict=False):
+            same(pool.take(r), analyse(body, url, charset, index, cache, LinkKeys(STRIP)))
+        assert pool.stats["analysis/ahead"] == 9
+    finally:
+        pool.close()
+        alone.close()
+
+
 def test_a_discarded_page_leaves_nothing_behind():
     pool = AnalysisPool(1, Stats(), STRIP)
     try:
