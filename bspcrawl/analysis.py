@@ -359,7 +359,7 @@ class _Helper:
             with contextlib.suppress(OSError):
                 fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         self.out: list[memoryview] = []  # requests not written yet
-        self.inbox = bytearray()  # answers read, not parsed yet
+        self.inbox = b""  # the start of an answer read, not whole yet
         self.keys: set[int] = set()  # sent, not answered
         self.alive = True
         self.closed = False
@@ -377,7 +377,9 @@ class _Helper:
                 self.out[0] = self.out[0][n:]
 
     def read(self) -> list[tuple[int, Analysis | None]]:
-        """The answers the pipe holds now; [] at its end (``alive`` is then False)."""
+        """The answers the pipe holds now; [] at its end (``alive`` is then False). (The
+        answers are unpickled from what was read as it is: a page's answer is ~100 KB.)"""
+        chunks = [self.inbox] if self.inbox else []
         while True:
             try:
                 data = os.read(self.recv_fd, PIPE_BYTES)
@@ -386,18 +388,20 @@ class _Helper:
             if not data:
                 self.alive = False
                 break
-            self.inbox += data
+            chunks.append(data)
+        inbox = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         answers = []
-        at, inbox = 0, self.inbox
-        while len(inbox) - at >= _ANSWER.size:
-            key, size = _ANSWER.unpack_from(inbox, at)
-            end = at + _ANSWER.size + size
-            if end > len(inbox):
-                break
-            answers.append((key, decode(bytes(inbox[at + _ANSWER.size:end]))))
-            self.keys.discard(key)
-            at = end
-        del inbox[:at]
+        at = 0
+        with memoryview(inbox) as view:
+            while len(inbox) - at >= _ANSWER.size:
+                key, size = _ANSWER.unpack_from(inbox, at)
+                end = at + _ANSWER.size + size
+                if end > len(inbox):
+                    break
+                answers.append((key, decode(view[at + _ANSWER.size:end])))
+                self.keys.discard(key)
+                at = end
+        self.inbox = inbox[at:]
         return answers
 
     def close(self, wait: float) -> None:
@@ -595,21 +599,22 @@ def main(argv: list[str]) -> None:
     cache, keys = LinkCache(), LinkKeys(strip)
     while (head := _read_exactly(recv_fd, _REQUEST.size)) is not None:
         key, n_url, n_charset, n_body, index = _REQUEST.unpack(head)
-        data = _read_exactly(recv_fd, n_url + n_charset + n_body)
-        if data is None:  # the rank closed the pipe amid a page
+        data = _read_exactly(recv_fd, n_url + n_charset)
+        body = _read_exactly(recv_fd, n_body)  # (apart: not copied out of the rest)
+        if data is None or body is None:  # the rank closed the pipe amid a page
             return
         url = data[:n_url].decode()
-        charset = data[n_url:n_url + n_charset].decode() or None
+        charset = data[n_url:].decode() or None
         try:
-            answer: Analysis | None = analyse(data[n_url + n_charset:], url, charset,
-                                              bool(index), cache, keys)
+            answer: Analysis | None = analyse(body, url, charset, bool(index), cache, keys)
         except Exception:  # noqa: BLE001 (the scheduler's thread repeats it and fails)
             answer = None
         payload = encode(answer)
-        out = memoryview(_ANSWER.pack(key, len(payload)) + payload)
         try:
-            while out:
-                out = out[os.write(send_fd, out):]
+            for part in (_ANSWER.pack(key, len(payload)), payload):
+                out = memoryview(part)
+                while out:
+                    out = out[os.write(send_fd, out):]
         except BrokenPipeError:
             return
 
