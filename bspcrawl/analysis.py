@@ -136,7 +136,10 @@ class Spare:
     LOOK = 0.5  # s between two looks (with 1 s, at superstep ends, P = 2 on one big site
     # took 8% more wall time: docs/performance/realweb.md)
     BUSY = 0.25  # the most of the time a busy rank waits
-    IDLE = 0.75  # cores' worth of idle time that makes a core spare for a first helper
+    IDLE = 0.5  # cores' worth of idle time that makes a core spare for a first helper
+    # (with 0.75, at P = 2 on 2 cores the rank with the larger share of a crawl took its
+    # first helper ~1 s after the other rank had little left to do: docs/performance/
+    # realweb.md, session 13)
     MORE_IDLE = 0.25  # ... for one more (the helpers that bound the rank use the rest)
 
     def __init__(self, now: float, most: int, stat: str = "/proc/stat") -> None:

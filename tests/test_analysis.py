@@ -336,7 +336,8 @@ def test_spare_gives_a_busy_rank_a_helper_when_a_core_idles(tmp_path, monkeypatc
 
     assert looks([1000, 0], [0.1]) == [True]  # one core idle all along, the rank busy
     assert looks([400, 400], [0.1]) == [True]  # 0.8 core's worth, spread on both
-    assert looks([300, 300], [0.1]) == [False]  # 0.6: no core to spare
+    assert looks([300, 300], [0.1]) == [True]  # 0.6: half a core or more
+    assert looks([200, 200], [0.1]) == [False]  # 0.4: no core to spare
     assert looks([1000, 0], [0.2, 0.2]) == [False, False]  # the rank waited 40%: not busy
     assert looks([1000, 0], [0.0, 0.0], seconds=0.45) == [False, False]  # not half a second
     # with helpers: one more when the commits waited for them a quarter of the time or more
