@@ -194,7 +194,7 @@ class LinkKeys:
     the memo is cleared past ``KEY_MEMO`` entries)."""
 
     def __init__(self, strip: str) -> None:
-        self.strip, self.pattern = strip, strip_pattern(strip)
+        self.pattern = strip_pattern(strip)
         self.memo: dict[str, int] = {}
 
     def __call__(self, urls: Sequence[str]) -> np.ndarray:
@@ -464,7 +464,7 @@ class AnalysisPool:
         (With no helper alive, queued only if the spare may start one: then it takes the
         pages fetched before it started, which a rank far behind its fetches would
         otherwise commit alone, for seconds, with a helper idle.)"""
-        if not any(h.alive for h in self.helpers) and not (
+        if not self._alive() and not (
                 self.spare is not None and len(self.helpers) < self.spare.most):
             return
         key, self.next_key = self.next_key, self.next_key + 1
@@ -486,7 +486,7 @@ class AnalysisPool:
         key, start = sent[0], time.monotonic()
         if self.queued.pop(key, None) is not None:  # every helper is busier than we are
             answer = here()
-            if any(h.alive for h in self.helpers):  # (else there is none to wait for)
+            if self._alive():  # (else there is none to wait for)
                 self.stats["time/helpers"] += time.monotonic() - start
             return answer
         helper = self.where[key]
@@ -510,10 +510,14 @@ class AnalysisPool:
             self.where.pop(sent[0], None)
             self.answers.pop(sent[0], None)
 
+    def _alive(self) -> list[_Helper]:
+        """The helpers not lost."""
+        return [h for h in self.helpers if h.alive]
+
     def _dispatch(self) -> None:
         """Hand the pages waiting in the pool, oldest first, to the helpers with room (the
         one with the fewest in hand first), and write what the pipes take now."""
-        alive = [h for h in self.helpers if h.alive]
+        alive = self._alive()
         while self.queued and alive:
             helper = min(alive, key=lambda h: len(h.keys))
             if len(helper.keys) >= HAND:
@@ -531,7 +535,7 @@ class AnalysisPool:
     def _pump(self, timeout: float) -> bool:
         """Wait up to *timeout* s until a pipe is ready, then write what the pipes take,
         read the answers in them and hand on what waits; False if none was ready."""
-        alive = [h for h in self.helpers if h.alive]
+        alive = self._alive()
         if not alive:
             return True
         readers = {h.recv_fd: h for h in alive}

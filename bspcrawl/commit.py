@@ -118,8 +118,11 @@ class Committer:
             return analyse(result.body, result.job.url, charset(result.content_type), index,
                            self.cache, self.keys)
 
-        done = self.pool.take(result, here) if self.pool is not None else None
-        return here() if done is None else done
+        if self.pool is None:
+            return here()
+        done = self.pool.take(result, here)
+        assert done is not None  # (here() makes one where no helper did)
+        return done
 
     def commit(self, result: FetchResult) -> list[Link]:
         """Commit one page result; returns the links it yields (a redirect's target, or
