@@ -506,6 +506,7 @@ def main() -> None:
     runs: list[dict] = []
     errors: list[str] = []
     truth: set[str] = set()
+    crawlers.compile_bspcrawl()
     source = [crawlers.source_digest()]
     started = time.monotonic()
     server = None

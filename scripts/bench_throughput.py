@@ -48,6 +48,7 @@ from crawlers import (
     RESULTS,
     bspcrawl_command,
     check_exit,
+    compile_bspcrawl,
     own_figures,
     scrapy_command,
     scrapy_python,
@@ -216,6 +217,7 @@ def main() -> None:
                                "--hosts", str(args.hosts), "--port", str(config.port)],
                               stdout=subprocess.PIPE, text=True)
     runs: list[dict] = []
+    compile_bspcrawl()
     source = [source_digest()]
     try:
         if not server.stdout.readline():

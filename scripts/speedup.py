@@ -32,6 +32,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 from cpu import children_cpu
+from crawlers import compile_bspcrawl
 
 from bspcrawl.testweb import Web, WebConfig, free_port
 
@@ -108,6 +109,7 @@ def main() -> None:
                        max_kb=args.max_kb, site_skew=args.site_skew,
                        port=free_port(args.hosts))
     web = Web(config)
+    compile_bspcrawl()
     results: dict[str, list[dict]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         seeds = Path(tmp) / "seeds.txt"
