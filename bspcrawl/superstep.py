@@ -22,6 +22,7 @@ Only the main thread calls MPI (``bsp.py``); the fetch workers run in a backgrou
 
 from __future__ import annotations
 
+import contextlib
 import os
 import resource
 import signal
@@ -186,10 +187,14 @@ class Crawl:
                 was, (stopping, stopped) = stopping, self._decide(g, stopping)
                 if stopping in ("signal", "max_seconds") and not was:
                     self.scheduler.withdraw()  # a stop need not wait out hosts' rests
-                if stopped or (s.checkpoint_every and k % s.checkpoint_every == 0):
-                    self._checkpoint(k)
-                elif self.store.buffered >= s.index_flush_pages:
-                    self.store.seal(k)
+                checkpoint_now = stopped or (s.checkpoint_every and k % s.checkpoint_every == 0)
+                if checkpoint_now or self.store.buffered >= s.index_flush_pages:
+                    # (the helpers go on with the pages fetched meanwhile)
+                    with contextlib.nullcontext() if pool is None else pool.meanwhile():
+                        if checkpoint_now:
+                            self._checkpoint(k)
+                        else:
+                            self.store.seal(k)
                 self.superstep += 1
         finally:
             for sig, handler in old.items():

@@ -9,6 +9,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import numpy as np
@@ -156,6 +157,34 @@ def test_pages_past_the_hands_wait_for_room_and_for_a_new_helper(monkeypatch):
         assert not pool.sent and not pool.queued and not pool.where and not pool.answers
         assert stats["analysis/ahead"] == 23
         assert went.count(first) > 4 and went.count(second) >= 4  # then as they had room
+    finally:
+        pool.close()
+
+
+def test_the_helpers_go_on_while_the_scheduler_seals(monkeypatch):
+    """Pages past the helpers' hands and pipes (3 MB ones among them) are analysed while the
+    caller's thread is busy elsewhere (a seal), their answers read for it."""
+    monkeypatch.setattr(analysis, "HAND", 8)
+    pool = AnalysisPool(2, Stats(), STRIP)
+    try:
+        results = [result(i, *p[:2]) for i, p in enumerate(PAGES[:40])]
+        for r, page_i in zip(results, PAGES, strict=False):
+            pool.submit(r, *page_i)
+        assert len(pool.queued) == 24 and not pool.answers
+        with pool.meanwhile():  # the caller seals: it does not touch the pool
+            deadline = time.monotonic() + 60
+            while len(pool.answers) < len(results) and time.monotonic() < deadline:
+                time.sleep(0.01)
+        assert len(pool.answers) == len(results) and not pool.queued
+        cache = LinkCache()
+        for r, (body, url, charset, index) in zip(results, PAGES, strict=False):
+            same(pool.take(r), analyse(body, url, charset, index, cache, LinkKeys(STRIP)))
+        with pytest.raises(KeyError), pool.meanwhile():  # nothing to do: no thread
+            raise KeyError
+        pool.submit(results[0], *PAGES[0])
+        with pytest.raises(KeyError), pool.meanwhile():  # the thread ends with the block
+            raise KeyError
+        assert not [t for t in threading.enumerate() if t.name == "bspcrawl-pump"]
     finally:
         pool.close()
 
