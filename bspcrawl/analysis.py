@@ -38,7 +38,9 @@ Wire: a helper's command line holds its rank's wire format and ``--url-strip-par
 each request is a header (``_REQUEST``: key, sizes, whether to count terms), the
 URL and charset, then the body's bytes as they are; each answer a header (``_ANSWER``)
 and the analysis (:func:`encode`; None if it raised, so the scheduler's thread repeats it
-and fails the same way).
+and fails the same way). A helper's first answer, key ``READY`` and nothing after it, says
+it has started: it is handed pages only then (the pages fetched while it imports its
+modules, ~0.1 s, wait in the pool, or the scheduler analyses them at their commit).
 """
 
 from __future__ import annotations
@@ -339,6 +341,7 @@ def decode(data: bytes | memoryview) -> Analysis | None:
 
 _REQUEST = struct.Struct("<QIIQB")  # key, URL bytes, charset bytes, body bytes, index
 _ANSWER = struct.Struct("<QQ")  # key, pickle bytes
+READY = 2**64 - 1  # the key of a helper's first answer (no pickle): it has started
 PIPE_BYTES = 1 << 20  # each pipe's buffer (Linux's default limit for a user)
 STALL = 120.0  # s without a byte from a helper that owes answers: it is lost (hung)
 HAND = 32  # pages a helper holds at most (AnalysisPool): ~80 ms of work on pages of
@@ -364,6 +367,7 @@ class _Helper:
         self.out: list[memoryview] = []  # requests not written yet
         self.inbox = b""  # the start of an answer read, not whole yet
         self.keys: set[int] = set()  # sent, not answered
+        self.ready = False  # it said it has started (imports take ~0.1 s)
         self.alive = True
         self.closed = False
 
@@ -401,21 +405,27 @@ class _Helper:
                 end = at + _ANSWER.size + size
                 if end > len(inbox):
                     break
-                answers.append((key, decode(view[at + _ANSWER.size:end])))
-                self.keys.discard(key)
+                if key == READY:
+                    self.ready = True
+                else:
+                    answers.append((key, decode(view[at + _ANSWER.size:end])))
+                    self.keys.discard(key)
                 at = end
         self.inbox = inbox[at:]
         return answers
 
     def close(self, wait: float) -> None:
         """Close both pipes (it then ends: at the end of its input, or as it writes an
-        answer nobody reads) and reap it; kill it after ``wait`` s."""
+        answer nobody reads) and reap it; kill it after ``wait`` s, or at once if it has not
+        said it started."""
         if self.closed:
             return
         self.alive, self.closed = False, True
         for pipe in (self.proc.stdin, self.proc.stdout):
             if pipe is not None:
                 pipe.close()
+        if not self.ready:  # still starting, no page in hand: not worth the wait
+            self.proc.kill()
         try:
             self.proc.wait(wait)
         except subprocess.TimeoutExpired:
@@ -487,6 +497,7 @@ class AnalysisPool:
             return here()
         key, start = sent[0], time.monotonic()
         if self.queued.pop(key, None) is not None:  # every helper is busier than we are
+            self._dispatch()  # (or still starting: one that has started takes the next)
             answer = here()
             if self._alive():  # (else there is none to wait for)
                 self.stats["time/helpers"] += time.monotonic() - start
@@ -541,9 +552,29 @@ class AnalysisPool:
         if failed:
             raise failed[0]
 
+    def wait_ready(self, timeout: float) -> bool:
+        """Wait up to *timeout* s until every helper not lost has started; whether they
+        have. (For tests, which look where pages go: a crawl never waits, its pages wait
+        in the pool or the scheduler analyses them.)"""
+        deadline = time.monotonic() + timeout
+        while not all(h.ready for h in self._alive()) and time.monotonic() < deadline:
+            self._pump(max(0.0, min(PUMP_WAIT, deadline - time.monotonic())))
+        return all(h.ready for h in self._alive())
+
     def _alive(self) -> list[_Helper]:
         """The helpers not lost."""
         return [h for h in self.helpers if h.alive]
+
+    def _started(self) -> list[_Helper]:
+        """The helpers not lost that have started (reading the pipe of those starting: a
+        helper is handed pages only then, so that the first pages of a crawl, fetched while
+        its helpers import their modules, ~0.1 s, are not left waiting for them)."""
+        for helper in self._alive():
+            if not helper.ready:
+                helper.read()  # (no answer: it has no page yet)
+                if not helper.alive:
+                    self._lost(helper)
+        return [h for h in self.helpers if h.alive and h.ready]
 
     def _busy(self) -> bool:
         """Whether a helper not lost has pages to take or answers to give."""
@@ -553,7 +584,7 @@ class AnalysisPool:
     def _dispatch(self) -> None:
         """Hand the pages waiting in the pool, oldest first, to the helpers with room (the
         one with the fewest in hand first), and write what the pipes take now."""
-        alive = self._alive()
+        alive = self._started()
         while self.queued and alive:
             helper = min(alive, key=lambda h: len(h.keys))
             if len(helper.keys) >= HAND:
@@ -625,6 +656,18 @@ def _read_exactly(fd: int, n: int) -> bytes | None:
     return b"".join(parts)
 
 
+def _write_all(fd: int, *parts: bytes) -> bool:
+    """Write *parts* to *fd* (blocking); False if its reader is gone."""
+    try:
+        for part in parts:
+            out = memoryview(part)
+            while out:
+                out = out[os.write(fd, out):]
+    except BrokenPipeError:
+        return False
+    return True
+
+
 def main(argv: list[str]) -> None:
     """A helper: analyse the pages read from stdin, answer on stdout, until stdin ends.
     *argv*: the wire format its rank speaks (a helper of other code stops at once), then
@@ -638,6 +681,8 @@ def main(argv: list[str]) -> None:
     recv_fd, send_fd = 0, os.dup(1)
     os.dup2(2, 1)  # a stray print goes to stderr, not into the answers
     cache, keys = LinkCache(), LinkKeys(strip)
+    if not _write_all(send_fd, _ANSWER.pack(READY, 0)):
+        return
     while (head := _read_exactly(recv_fd, _REQUEST.size)) is not None:
         key, n_url, n_charset, n_body, index = _REQUEST.unpack(head)
         data = _read_exactly(recv_fd, n_url + n_charset)
@@ -651,12 +696,7 @@ def main(argv: list[str]) -> None:
         except Exception:  # noqa: BLE001 (the scheduler's thread repeats it and fails)
             answer = None
         payload = encode(answer)
-        try:
-            for part in (_ANSWER.pack(key, len(payload)), payload):
-                out = memoryview(part)
-                while out:
-                    out = out[os.write(send_fd, out):]
-        except BrokenPipeError:
+        if not _write_all(send_fd, _ANSWER.pack(key, len(payload)), payload):
             return
 
 

@@ -110,6 +110,7 @@ def test_the_pool_gives_the_local_analysis_in_any_order(helpers, monkeypatch):
     monkeypatch.setattr(analysis, "HAND", len(PAGES))  # every page in a helper's hands
     stats = Stats()
     pool = AnalysisPool(helpers, stats, STRIP)
+    assert pool.wait_ready(60)
     try:
         results = [result(i, *p[:2]) for i, p in enumerate(PAGES)]
         for r, (body, url, charset, index) in zip(results, PAGES, strict=True):
@@ -134,18 +135,21 @@ def test_pages_past_the_hands_wait_for_room_and_for_a_new_helper(monkeypatch):
     monkeypatch.setattr(analysis, "HAND", 4)
     stats = Stats()
     pool = AnalysisPool(1, stats, STRIP)
+    assert pool.wait_ready(60)
     try:
         results = [result(i, *p[:2]) for i, p in enumerate(PAGES[:24])]
         for r, page_i in zip(results, PAGES, strict=False):
             pool.submit(r, *page_i)
         first = pool.helpers[0]
         assert len(first.keys) == 4 and len(pool.queued) == 20
-        pool.grow()  # the new helper takes 4 of those waiting at once
+        pool.grow()  # the new helper takes 4 of those waiting once it has started (the
+        assert pool.wait_ready(60)  # first may have taken more meanwhile)
         second = pool.helpers[1]
-        assert len(second.keys) == 4 and len(pool.queued) == 16
+        assert len(second.keys) == 4 and len(pool.queued) <= 16
+        queued = len(pool.queued)
         made = analyse(*PAGES[23], LinkCache(), LinkKeys(STRIP))
         assert pool.take(results[-1], lambda: time.sleep(0.05) or made) is made  # still
-        assert len(pool.queued) == 15  # waiting: the caller made it, in time counted as
+        assert len(pool.queued) == queued - 1  # waiting: the caller made it, in time counted as
         assert stats["time/helpers"] >= 0.05  # waiting (the helpers do not keep up)
         cache = LinkCache()
         went = []
@@ -161,11 +165,38 @@ def test_pages_past_the_hands_wait_for_room_and_for_a_new_helper(monkeypatch):
         pool.close()
 
 
+def test_pages_are_not_left_waiting_for_a_helper_that_is_starting():
+    """A helper is handed pages once it says it has started (its imports take ~0.1 s): the
+    first pages of a crawl are analysed by the scheduler meanwhile, not waited for; a helper
+    closed before it started holds nothing and is killed, not waited for."""
+    stats = Stats()
+    pool = AnalysisPool(1, stats, STRIP)
+    try:
+        early = result(0, *PAGES[0][:2])
+        pool.submit(early, *PAGES[0])
+        made = analyse(*PAGES[0], LinkCache(), LinkKeys(STRIP))
+        assert not pool.helpers[0].ready and not pool.where
+        assert pool.take(early, lambda: made) is made and stats["analysis/ahead"] == 0
+        assert pool.wait_ready(60)
+        late = result(1, *PAGES[1][:2])
+        pool.submit(late, *PAGES[1])
+        assert pool.where[pool.sent[id(late)][0]] is pool.helpers[0]
+        same(pool.take(late), analyse(*PAGES[1], LinkCache(), LinkKeys(STRIP)))
+        assert stats["analysis/ahead"] == 1
+    finally:
+        pool.close()
+    assert pool.helpers[0].proc.returncode == 0
+    starting = AnalysisPool(1, Stats(), STRIP)
+    starting.close()
+    assert starting.helpers[0].proc.returncode == -signal.SIGKILL
+
+
 def test_the_helpers_go_on_while_the_scheduler_seals(monkeypatch):
     """Pages past the helpers' hands and pipes (3 MB ones among them) are analysed while the
     caller's thread is busy elsewhere (a seal), their answers read for it."""
     monkeypatch.setattr(analysis, "HAND", 8)
     pool = AnalysisPool(2, Stats(), STRIP)
+    assert pool.wait_ready(60)
     try:
         results = [result(i, *p[:2]) for i, p in enumerate(PAGES[:40])]
         for r, page_i in zip(results, PAGES, strict=False):
@@ -203,6 +234,7 @@ def test_a_rank_that_may_take_a_helper_queues_its_pages_for_it(tmp_path):
         assert pool.take(results[0], lambda: made) is made  # no helper yet: made here
         assert pool.stats["time/helpers"] == 0  # (with none, nothing waited for one)
         pool.grow()  # the helper started later takes the pages fetched before it
+        assert pool.wait_ready(60)
         assert len(pool.queued) == 0 and len(pool.where) == 9
         cache = LinkCache()
         for r, (body, url, charset, index) in zip(results[1:], PAGES[1:], strict=False):
@@ -215,6 +247,7 @@ def test_a_rank_that_may_take_a_helper_queues_its_pages_for_it(tmp_path):
 
 def test_a_discarded_page_leaves_nothing_behind():
     pool = AnalysisPool(1, Stats(), STRIP)
+    assert pool.wait_ready(60)
     try:
         results = [result(i, *p[:2]) for i, p in enumerate(PAGES[:5])]
         for r, (body, url, charset, index) in zip(results, PAGES, strict=False):
@@ -230,6 +263,7 @@ def test_a_discarded_page_leaves_nothing_behind():
 def test_a_lost_helper_leaves_its_pages_to_the_scheduler():
     stats = Stats()
     pool = AnalysisPool(2, stats, STRIP)
+    assert pool.wait_ready(60)
     try:
         results = [result(i, *p[:2]) for i, p in enumerate(PAGES[:20])]
         for r, (body, url, charset, index) in zip(results, PAGES, strict=False):
@@ -258,6 +292,7 @@ def test_closing_with_answers_unread_ends_the_helpers_without_a_kill():
     """Pages sent and never taken (a crawl stopped with schedules outstanding): the
     helpers, blocked writing answers nobody reads, end on their own."""
     pool = AnalysisPool(2, Stats(), STRIP)
+    assert pool.wait_ready(60)
     for i, (body, url, charset, index) in enumerate(PAGES):
         pool.submit(result(i, body, url), body, url, charset, index)
     pool.close()
@@ -268,6 +303,7 @@ def test_a_hung_helper_is_killed_and_its_pages_left_to_the_scheduler(monkeypatch
     monkeypatch.setattr(analysis, "STALL", 0.5)
     stats = Stats()
     pool = AnalysisPool(1, stats, STRIP)
+    assert pool.wait_ready(60)
     try:
         (helper,) = pool.helpers
         helper.proc.send_signal(signal.SIGSTOP)  # hangs as a parser in a loop would
@@ -303,6 +339,7 @@ def test_hostile_answers_give_the_same_analysis_through_the_pool():
     pages = [p for p in pages if p[0]]
     assert len(pages) > 80
     pool = AnalysisPool(2, Stats(), STRIP)
+    assert pool.wait_ready(60)
     try:
         results = [result(i, body, url) for i, (body, url, _, _) in enumerate(pages)]
         for r, page_args in zip(results, pages, strict=True):
