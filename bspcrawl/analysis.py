@@ -134,7 +134,9 @@ class Spare:
     and iowait time; no ``/proc``, never) and, with no helper, it waited less than
     ``BUSY`` of the time (for results and at the syncs: its commits bound it); with
     helpers, when its commits waited for their analyses ``BUSY`` of the time or more (they
-    bound it) and at least ``MORE_IDLE`` cores' worth idled."""
+    bound it) and at least ``MORE_IDLE`` cores' worth idled. A look at a superstep's end
+    that *hurries* (another rank of the machine has nothing to do: its core may be spare)
+    comes after ``HURRY`` s already."""
 
     LOOK = 0.5  # s between two looks (with 1 s, at superstep ends, P = 2 on one big site
     # took 8% more wall time: docs/performance/realweb.md)
@@ -144,6 +146,8 @@ class Spare:
     # first helper ~1 s after the other rank had little left to do: docs/performance/
     # realweb.md, session 13)
     MORE_IDLE = 0.25  # ... for one more (the helpers that bound the rank use the rest)
+    HURRY = 0.1  # s between two looks that hurry (at P = 2 on 2 cores and one big site,
+    # the rank with it took its helpers 0.5 and 1.1 s in: 0.3 s more than from the start)
 
     def __init__(self, now: float, most: int, stat: str = "/proc/stat") -> None:
         self.most, self.stat, self.cpus = most, stat, {f"cpu{i}" for i in _cpus()}
@@ -163,16 +167,17 @@ class Spare:
             return None
 
     def look(self, now: float, waited: float, on_helpers: float, helpers: int, *,
-             ended: bool = True) -> bool:
+             ended: bool = True, hurry: bool = False) -> bool:
         """Count the superstep so far: it waited ``waited`` s (``time/wait``), ``on_helpers``
         s of its commits for its ``helpers`` helpers' analyses (``time/helpers``); it
-        ``ended`` (else it goes on, and those counters with it). True when the rank should
-        take one more helper now (never once it has ``most``)."""
+        ``ended`` (else it goes on, and those counters with it); ``hurry``: another rank of
+        the machine has nothing to do. True when the rank should take one more helper now
+        (never once it has ``most``)."""
         self.waited += waited - self.counted[0]
         self.on_helpers += on_helpers - self.counted[1]
         self.counted = (0.0, 0.0) if ended else (waited, on_helpers)
         span = now - self.since
-        if span < self.LOOK or helpers >= self.most:
+        if span < (self.HURRY if hurry else self.LOOK) or helpers >= self.most:
             return False
         times = self._times()
         idle = 0.0
@@ -456,6 +461,7 @@ class AnalysisPool:
         self.queued: dict[int, list[memoryview]] = {}  # key -> request, oldest first
         self.where: dict[int, _Helper] = {}  # key -> the helper it went to
         self.answers: dict[int, Analysis | None] = {}  # key -> analysis, not taken yet
+        self.hurry = False  # another rank of the machine has nothing to do (Spare.look)
 
     def grow(self) -> None:
         """Start one more helper (it takes pages waiting in the pool at once)."""
@@ -464,10 +470,11 @@ class AnalysisPool:
 
     def look(self, *, ended: bool) -> None:
         """:meth:`grow` if the spare says so (at each commit, and as the superstep
-        ``ended``: a superstep of one big site's pages can last seconds)."""
+        ``ended``: a superstep of one big site's pages can last seconds), in a hurry while
+        ``hurry`` (the crawl loop sets it: :meth:`Spare.look`)."""
         if self.spare is not None and self.spare.look(
                 time.monotonic(), self.stats["time/wait"], self.stats["time/helpers"],
-                len(self.helpers), ended=ended):
+                len(self.helpers), ended=ended, hurry=self.hurry):
             self.grow()
 
     def submit(self, result: object, body: bytes, url: str, charset: str | None,

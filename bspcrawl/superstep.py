@@ -37,7 +37,7 @@ from mpi4py import MPI
 from bspcrawl import bsp, checkpoint
 from bspcrawl.analysis import AnalysisPool, LinkKeys, Spare, helpers_for
 from bspcrawl.commit import Committer
-from bspcrawl.counters import Stats, synced
+from bspcrawl.counters import SYNCED, Stats, synced
 from bspcrawl.frontier import Frontier
 from bspcrawl.index.archive import Archive, previous_hosts
 from bspcrawl.index.output import SEEN_DIR, STOP_FILE
@@ -60,6 +60,7 @@ from bspcrawl.settings import Settings
 from bspcrawl.urls import host_key
 
 STOP_CHECK_S = 0.5  # seconds between looks for the stop file
+_FRONTIER, _UNRELEASED = SYNCED.index("frontier/size"), SYNCED.index("window/unreleased")
 
 
 class Board(Protocol):
@@ -149,6 +150,8 @@ class Crawl:
         self.last_checkpoint: int | None = None
         self.kept: dict[int, Kept] = {}  # the checkpoints kept (the last two complete)
         self.stop_requested = ""
+        self.node_ranks = 1  # the ranks on this machine (run() asks MPI)
+        self.others_free = False  # another rank had nothing to do at the last sync
         self.next_stop_check = 0.0
         if resume:
             self._restore(resume)
@@ -158,6 +161,7 @@ class Crawl:
         checkpoint every ``checkpoint_every`` supersteps and at the end."""
         s, start = self.settings, time.monotonic()
         self._fault(self.superstep, "start")
+        self.node_ranks = bsp.node_size(self.comm)  # collective
         pool = self._helpers()
         committer = Committer(self.archive, self.store, s.agent_token,
                               LinkKeys(s.url_strip_params), s.crawl_max_outlinks, self.stats,
@@ -175,7 +179,8 @@ class Crawl:
                 links = self.scheduler.run(draining=bool(stopping))  # run
                 outbox = self.send_messages(links)                  # send_messages
                 g = self.sync(outbox, start)                        # sync
-                if pool is not None:
+                if pool is not None:  # (hurry: a core of the machine may be spare)
+                    pool.hurry = self.node_ranks == self.size and self.others_free
                     pool.look(ended=True)
                 self.scheduler.idle_max = IDLE_MAX if g["scheduler/idle"] == self.size \
                     else IDLE_SLEEP
@@ -212,8 +217,7 @@ class Crawl:
     def _helpers(self) -> AnalysisPool | None:
         """The rank's parse helpers (``--parse-processes``), with, for the default, the rule
         that gives it more later, up to the most it may have (``analysis.Spare``)."""
-        helpers, most = helpers_for(self.settings.index_parse_processes,
-                                    bsp.node_size(self.comm))
+        helpers, most = helpers_for(self.settings.index_parse_processes, self.node_ranks)
         if most == 0:
             return None
         spare = Spare(time.monotonic(), most) if most > helpers else None
@@ -246,6 +250,9 @@ class Crawl:
         self.inbox = unpack(bsp.exchange(self.comm, outbox.buf, outbox.counts,
                                          agreed.recv_counts), agreed.recv_counts) \
             if agreed.any_sent else []
+        free = (agreed.each[:, _FRONTIER] == 0) & (agreed.each[:, _UNRELEASED] == 0)
+        free[self.rank] = False
+        self.others_free = bool(free.any())  # another rank has nothing to do
         self.stats["time/wait"] += time.monotonic() - t0
         return synced(agreed.totals)
 

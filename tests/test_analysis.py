@@ -428,6 +428,11 @@ def test_spare_gives_a_busy_rank_a_helper_when_a_core_idles(tmp_path, monkeypatc
     spare = spare_idling()
     assert not spare.look(100.3, 0.05, 0.0, 0, ended=True)
     assert spare.look(100.6, 0.08, 0.0, 0, ended=False)  # a new superstep: 0.13 s of 0.6
+    spare = spare_idling()
+    assert not spare.look(100.15, 0.0, 0.0, 0)  # not half a second yet
+    assert spare.look(100.3, 0.0, 0.0, 0, hurry=True)  # another rank of the machine is
+    spare = spare_idling()  # free: a tenth of a second will do
+    assert not spare.look(100.05, 0.0, 0.0, 0, hurry=True)
     missing = Spare(100.0, 4, str(tmp_path / "none"))  # no /proc: never
     assert not missing.look(105.0, 0.0, 0.0, 0) and not missing.look(110.0, 0.0, 5.0, 1)
     stat.write_text("\ncpu0 1 2\ncpu1 x y z w v u t s\n")  # unreadable: never either
