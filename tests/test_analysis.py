@@ -80,6 +80,14 @@ PAGES = [page(i, random.Random(i)) for i in range(60)]
 STRIP = Settings().url_strip_params
 
 
+def started(n: int, stats: Stats | None = None) -> AnalysisPool:
+    """A pool of *n* helpers that have all started (a crawl does not wait for them: the
+    tests do, to know where pages go)."""
+    pool = AnalysisPool(n, Stats() if stats is None else stats, STRIP)
+    assert pool.wait_ready(60)
+    return pool
+
+
 def test_strings_read_as_the_list_they_hold():
     items = ["http://a.test/", "", "é", "http://b.test/x?y#", "z" * 300]
     held = Strings.of(items)
@@ -109,8 +117,7 @@ def test_encode_then_decode_gives_the_analysis_back():
 def test_the_pool_gives_the_local_analysis_in_any_order(helpers, monkeypatch):
     monkeypatch.setattr(analysis, "HAND", len(PAGES))  # every page in a helper's hands
     stats = Stats()
-    pool = AnalysisPool(helpers, stats, STRIP)
-    assert pool.wait_ready(60)
+    pool = started(helpers, stats)
     try:
         results = [result(i, *p[:2]) for i, p in enumerate(PAGES)]
         for r, (body, url, charset, index) in zip(results, PAGES, strict=True):
@@ -134,8 +141,7 @@ def test_the_pool_gives_the_local_analysis_in_any_order(helpers, monkeypatch):
 def test_pages_past_the_hands_wait_for_room_and_for_a_new_helper(monkeypatch):
     monkeypatch.setattr(analysis, "HAND", 4)
     stats = Stats()
-    pool = AnalysisPool(1, stats, STRIP)
-    assert pool.wait_ready(60)
+    pool = started(1, stats)
     try:
         results = [result(i, *p[:2]) for i, p in enumerate(PAGES[:24])]
         for r, page_i in zip(results, PAGES, strict=False):
@@ -195,8 +201,7 @@ def test_the_helpers_go_on_while_the_scheduler_seals(monkeypatch):
     """Pages past the helpers' hands and pipes (3 MB ones among them) are analysed while the
     caller's thread is busy elsewhere (a seal), their answers read for it."""
     monkeypatch.setattr(analysis, "HAND", 8)
-    pool = AnalysisPool(2, Stats(), STRIP)
-    assert pool.wait_ready(60)
+    pool = started(2)
     try:
         results = [result(i, *p[:2]) for i, p in enumerate(PAGES[:40])]
         for r, page_i in zip(results, PAGES, strict=False):
@@ -246,8 +251,7 @@ def test_a_rank_that_may_take_a_helper_queues_its_pages_for_it(tmp_path):
 
 
 def test_a_discarded_page_leaves_nothing_behind():
-    pool = AnalysisPool(1, Stats(), STRIP)
-    assert pool.wait_ready(60)
+    pool = started(1)
     try:
         results = [result(i, *p[:2]) for i, p in enumerate(PAGES[:5])]
         for r, (body, url, charset, index) in zip(results, PAGES, strict=False):
@@ -262,8 +266,7 @@ def test_a_discarded_page_leaves_nothing_behind():
 
 def test_a_lost_helper_leaves_its_pages_to_the_scheduler():
     stats = Stats()
-    pool = AnalysisPool(2, stats, STRIP)
-    assert pool.wait_ready(60)
+    pool = started(2, stats)
     try:
         results = [result(i, *p[:2]) for i, p in enumerate(PAGES[:20])]
         for r, (body, url, charset, index) in zip(results, PAGES, strict=False):
@@ -291,8 +294,7 @@ def test_a_lost_helper_leaves_its_pages_to_the_scheduler():
 def test_closing_with_answers_unread_ends_the_helpers_without_a_kill():
     """Pages sent and never taken (a crawl stopped with schedules outstanding): the
     helpers, blocked writing answers nobody reads, end on their own."""
-    pool = AnalysisPool(2, Stats(), STRIP)
-    assert pool.wait_ready(60)
+    pool = started(2)
     for i, (body, url, charset, index) in enumerate(PAGES):
         pool.submit(result(i, body, url), body, url, charset, index)
     pool.close()
@@ -302,8 +304,7 @@ def test_closing_with_answers_unread_ends_the_helpers_without_a_kill():
 def test_a_hung_helper_is_killed_and_its_pages_left_to_the_scheduler(monkeypatch):
     monkeypatch.setattr(analysis, "STALL", 0.5)
     stats = Stats()
-    pool = AnalysisPool(1, stats, STRIP)
-    assert pool.wait_ready(60)
+    pool = started(1, stats)
     try:
         (helper,) = pool.helpers
         helper.proc.send_signal(signal.SIGSTOP)  # hangs as a parser in a loop would
@@ -338,8 +339,7 @@ def test_hostile_answers_give_the_same_analysis_through_the_pool():
                               found and found[1].decode("latin-1"), True))
     pages = [p for p in pages if p[0]]
     assert len(pages) > 80
-    pool = AnalysisPool(2, Stats(), STRIP)
-    assert pool.wait_ready(60)
+    pool = started(2)
     try:
         results = [result(i, body, url) for i, (body, url, _, _) in enumerate(pages)]
         for r, page_args in zip(results, pages, strict=True):
