@@ -10,7 +10,11 @@ of 1.0 to 1.9 MB, and a robots.txt that disallows its release notes) and Node.js
 reference (65 pages, one of 5.8 MB). Links out of a tree (to other packages, or to the
 real web) are not followed; links to files a package does not ship are answered 404.
 ``--other`` crawls five other trees instead (``OTHER_SITES``), ``--dense`` pandas' docs
-(``DENSE_SITES``: pages of hundreds of links, the shape of most API references).
+(``DENSE_SITES``: pages of hundreds of links, the shape of most API references),
+``--shapes`` thirteen trees of other generators (``SHAPE_SITES``: Javadoc with and without
+frames, Doxygen's image maps, Texinfo's meta-refresh pages, DocBook XSL and DSSSL), each
+also served with nginx's directory listings and no index page, so that every file of the
+tree is reached and every page's links count.
 
 nginx (found on the PATH or as /usr/sbin/nginx; when missing and run as root, installed
 with ``apt-get install nginx``) serves each tree on its own loopback address (127.1.0.1,
@@ -42,7 +46,8 @@ the truth, and what nginx logged for it; it must request no URL twice, none that
 robots.txt disallows, and fetch no robots.txt but the served hosts' (its
 ``robotstxt/fetched`` counter). Differences are listed (counts and the first 10 URLs each
 way); a URL wget requested because it reads an href otherwise than WHATWG's URL parser
-(``WGET_QUIRKS``: a backslash) is listed with the reason and is no error. Any other is an
+(``WGET_QUIRKS``: a backslash, an href in a script's string, a ``url()`` of CSS) is listed
+with the reason and is no error. Any other is an
 error, and the script exits 1 after writing its results. Scrapy's set is compared with
 the truth for information. Writes ``results/bench_realweb.{md,json}``.
 
@@ -51,6 +56,8 @@ the truth for information. Writes ``results/bench_realweb.{md,json}``.
     python scripts/bench_realweb.py --quick       # SQLite and Node.js only (~1,100 URLs)
     python scripts/bench_realweb.py --other       # five other trees (~5,400 URLs)
     python scripts/bench_realweb.py --dense       # pandas: ~2,600 pages of ~480 links
+    python scripts/bench_realweb.py --shapes --crawlers wget bspcrawl-1 bspcrawl-2
+                                                  # 26 sites of other generators (~20,000 URLs)
 """
 
 from __future__ import annotations
@@ -69,7 +76,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from urllib.robotparser import RobotFileParser
 
@@ -87,11 +94,15 @@ DEFAULT = CRAWLERS[:6]  # the crawlers run unless --crawlers names others
 WGET_TAGS = "a,area,frame,iframe,meta"  # the elements whose links bspcrawl follows (but
 # <link rel=canonical/alternate/next>: wget takes every <link>, stylesheets included)
 EXAMPLES = 10  # URLs listed of each difference
-WGET_QUIRKS = {  # a part of a URL wget requests: how wget read the href (not as WHATWG does)
-    "%5C": "wget keeps a backslash of an href (as %5C); WHATWG's URL parser (bspcrawl's, "
-           "browsers') reads it as '/'",
-    "%22%20+%20": "wget reads href= inside a <script>'s strings (`\"<a href='\" + base + "
-                  "\"'>\"`); an HTML parser (bspcrawl's, browsers') reads a script as text",
+WGET_QUIRKS = {  # a pattern of URLs wget requests: how wget found them (not as WHATWG's URL
+    # parser or a browser's links would)
+    r"%5C": "wget keeps a backslash of an href (as %5C); WHATWG's URL parser (bspcrawl's, "
+            "browsers') reads it as '/'",
+    r"%22%20\+%20": "wget reads href= inside a <script>'s strings (`\"<a href='\" + base + "
+                    "\"'>\"`); an HTML parser (bspcrawl's, browsers') reads a script as text",
+    r"\.(css|png|gif|jpe?g|svg|ico|woff2?|ttf|otf|eot)$": "wget reads url() in CSS (a "
+            "<style> element, a style attribute, a stylesheet it fetched) even with "
+            "--follow-tags; such a URL is a resource a page loads, not a link to follow",
 }
 
 
@@ -111,6 +122,18 @@ class Site:
     """The robots.txt served ('': none, a 404)."""
     quick: bool = False
     """Crawled with ``--quick`` too."""
+    seeds: tuple[str, ...] = ("/",)
+    """The paths the crawls start from."""
+    listing: bool = False
+    """Served with nginx's directory listings and no index page, so that every file is
+    linked: every page's links count, not only those of the pages reached from a seed."""
+    tree: str = ""
+    """The tree's directory under ``--trees`` ('': ``name``)."""
+
+    @property
+    def directory(self) -> str:
+        """The tree's directory under ``--trees``."""
+        return self.tree or self.name
 
 
 SITES = [
@@ -143,6 +166,42 @@ DENSE_SITES = [  # --dense: the shape of the issue's sites (and of most API refe
          "96 KB and ~480 links each"),
 ]
 
+SHAPE_SITES = [  # --shapes: documentation generators of other kinds, a check of the fetched set
+    Site("colt", "libcolt-free-java-doc", "usr/share/doc/libcolt-free-java",
+         "Colt 1.2: a hand-written site and a Javadoc of 2004 (frames, upper-case tags, "
+         "@import in <style>)"),
+    Site("j2ssh", "libj2ssh-java-doc", "usr/share/doc/libj2ssh-java-doc/api",
+         "J2SSH Javadoc, JDK 8 (a frameset and its noframes, index.html?pkg/Class.html links)"),
+    Site("commonsio", "libcommons-io-java-doc", "usr/share/doc/libcommons-io-java/api",
+         "commons-io 2.11 Javadoc, JDK 17 (no frames, its search index in scripts)"),
+    Site("qwt", "libqwt-doc", "usr/share/doc/libqwt-doc/html",
+         "Qwt 6.1 (Doxygen 1.8): class diagrams as <map><area>, a search/ folder"),
+    Site("cppunit", "libcppunit-doc", "usr/share/doc/libcppunit-doc/html",
+         "CppUnit (Doxygen): include graphs as <map><area>"),
+    Site("octave", "octave-doc", "usr/share/doc/octave/octave.html",
+         "GNU Octave 7.3 manual (Texinfo 6.8, a page a node): 2,356 meta-refresh pages"),
+    Site("maxima", "maxima-doc", "usr/share/doc/maxima-doc/html",
+         "Maxima 5.46 manual (Texinfo 6.8)", seeds=("/maxima_toc.html",)),
+    Site("mitscheme", "mit-scheme-doc", "usr/share/doc/mit-scheme-doc/html",
+         "MIT/GNU Scheme 12.1: four Texinfo manuals that link each other"),
+    Site("docbookxsl", "docbook-xsl-doc-html", "usr/share/doc/docbook-xsl-doc-html/doc",
+         "DocBook XSL 1.79 reference (DocBook XSL, chunked)"),
+    Site("systemtap", "systemtap-doc", "usr/share/doc/systemtap-doc/tapsets",
+         "SystemTap 4.8 tapsets: 754 DocBook refentry pages"),
+    Site("freetds", "freetds-doc", "usr/share/doc/freetds-doc",
+         "FreeTDS 1.3: a DocBook guide and a Doxygen 1.9 reference whose menus are scripts",
+         seeds=("/userguide/index.html", "/reference/index.html", "/tds.html",
+                "/reference/annotated.html", "/reference/files.html",
+                "/reference/modules.html", "/reference/globals.html")),
+    Site("dsssl", "docbook-dsssl-doc", "usr/share/doc/docbook-dsssl-doc/doc",
+         "DocBook DSSSL docs (Jade: upper-case HTML 3.2, .htm pages, <LINK REL=NEXT>)"),
+    Site("zsh", "zsh-doc", "usr/share/doc/zsh-common/html",
+         "zsh 5.9 manual (texi2any): 144 meta-refresh pages"),
+]
+SHAPE_SITES += [replace(s, name=f"{s.name}-ls", listing=True, tree=s.name, seeds=("/",),
+                        shape=f"{s.shape}; every directory listed")
+                for s in SHAPE_SITES]
+
 MIME_TYPES = {  # what nginx answers in Content-Type, by file extension
     "text/html": "html htm", "text/plain": "txt md rst", "text/css": "css",
     "application/javascript": "js", "application/json": "json", "application/xml": "xml",
@@ -166,8 +225,8 @@ def tree_facts(root: Path) -> dict:
 def unpack(site: Site, trees: Path) -> dict:
     """The site's tree under ``trees`` (downloaded and unpacked if missing): its package,
     version and facts, kept in ``trees/<name>.json``."""
-    meta = trees / f"{site.name}.json"
-    if meta.exists() and (trees / site.name).is_dir():
+    meta, folder = trees / f"{site.directory}.json", trees / site.directory
+    if meta.exists() and folder.is_dir():
         return json.loads(meta.read_text())
     if not shutil.which("apt-get") or not shutil.which("dpkg"):
         sys.exit(f"bench_realweb: no apt-get/dpkg to fetch {site.package}; give a --trees "
@@ -185,13 +244,13 @@ def unpack(site: Site, trees: Path) -> dict:
         subprocess.run(["dpkg", "-x", str(debs[0]), f"{tmp}/x"], check=True)
         if not (Path(tmp) / "x" / site.root).is_dir():
             sys.exit(f"bench_realweb: {site.package} {version} has no {site.root}")
-        shutil.rmtree(trees / site.name, ignore_errors=True)
-        (Path(tmp) / "x" / site.root).rename(trees / site.name)
+        shutil.rmtree(folder, ignore_errors=True)
+        (Path(tmp) / "x" / site.root).rename(folder)
     info = {"package": site.package, "version": version, "root": site.root,
-            **tree_facts(trees / site.name)}
+            **tree_facts(folder)}
     meta.write_text(json.dumps(info, indent=1))
     print(f"unpacked {site.package} {version} ({info['html']} pages) into "
-          f"{trees / site.name}", file=sys.stderr)
+          f"{folder}", file=sys.stderr)
     return info
 
 
@@ -236,8 +295,10 @@ def nginx_config(roots: dict[str, Path], sites: list[Site], port: int, tmp: Path
             text = site.robots.replace("\n", "\\n")
             robots = (f'        location = /robots.txt {{ default_type text/plain; '
                       f'return 200 "{text}"; }}\n')
+        listing = ("        autoindex on;\n        index .no-index-page;\n" if site.listing
+                   else "")
         servers.append(f"    server {{\n        listen {host_address(i)}:{port};\n"
-                       f"        root {roots[site.name]};\n{robots}    }}\n")
+                       f"        root {roots[site.name]};\n{listing}{robots}    }}\n")
     return (f"{user}daemon off;\nmaster_process on;\nworker_processes 1;\n"
             f"pid {tmp}/nginx.pid;\nerror_log {tmp}/error.log warn;\n"
             f"events {{ worker_connections 1024; }}\n"
@@ -345,7 +406,8 @@ def crawl(name: str, argv: list[str], tmp: Path, server: subprocess.Popen, log: 
 def wget_quirk(url: str) -> str | None:
     """Why wget requested ``url`` where a crawler that parses URLs as WHATWG does would not
     (``WGET_QUIRKS``), or None."""
-    return next((why for part, why in WGET_QUIRKS.items() if part in url), None)
+    return next((why for pattern, why in WGET_QUIRKS.items() if re.search(pattern, url)),
+                None)
 
 
 def difference(mine: set[str], truth: set[str]) -> dict:
@@ -481,11 +543,16 @@ def main() -> None:
     trees.add_argument("--dense", action="store_true",
                        help="pandas' docs instead (~2,600 pages of ~480 links each: the "
                             "shape where the cost per link counts)")
+    trees.add_argument("--shapes", action="store_true",
+                       help="13 trees of other generators instead (Javadoc, Doxygen, "
+                            "Texinfo, DocBook), each also with every directory listed: "
+                            "~20,000 URLs, a check of the fetched set")
     p.add_argument("--crawlers", nargs="+", default=DEFAULT, choices=CRAWLERS)
     args = p.parse_args()
     if "wget" not in args.crawlers:
         p.error("wget is the truth: keep it in --crawlers")
-    chosen = OTHER_SITES if args.other else DENSE_SITES if args.dense else SITES
+    chosen = (OTHER_SITES if args.other else DENSE_SITES if args.dense
+              else SHAPE_SITES if args.shapes else SITES)
     sites = [s for s in chosen if s.quick or not args.quick]
     if not sites:
         p.error("no site of that set is marked quick")
@@ -499,8 +566,9 @@ def main() -> None:
     netlocs = [f"{a}:{port}" for a in addresses]
     tmp = Path(tempfile.mkdtemp(prefix="bench_realweb-"))
     seeds, log = tmp / "seeds.txt", tmp / "access.log"
-    seeds.write_text("".join(f"http://{n}/\n" for n in netlocs))
-    roots = {s.name: args.trees.expanduser().resolve() / s.name for s in sites}
+    seeds.write_text("".join(f"http://{n}{path}\n" for s, n in zip(sites, netlocs, strict=True)
+                             for path in s.seeds))
+    roots = {s.name: args.trees.expanduser().resolve() / s.directory for s in sites}
     names = dict(zip(netlocs, (s.name for s in sites), strict=True))
     robots = robots_rules(sites, netlocs)
     runs: list[dict] = []
