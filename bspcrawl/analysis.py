@@ -15,12 +15,6 @@ function of the page's bytes, URL and charset (and the ``--url-strip-params`` se
 the links' seen-set keys; each helper has its own ``LinkCache`` and :class:`LinkKeys`,
 memos).
 
-A helper also makes the page's WARC records (:class:`Fetch`; ``index/records.py``: the
-two SHA-1 digests, the heads, the gzip members) unless the archive may write a revisit
-record instead (a recrawl's, decided at the commit): the scheduler only appends them to
-its WARC file. On pages of a few KB the records cost the scheduler a tenth of its time a
-page, and there the scheduler, not the analysis, bounds the rank.
-
 Costs: the page goes through a pipe and its analysis back (~5% more CPU in all); the
 helpers use cores the rank's scheduler cannot. So it pays where there are spare cores and
 few hosts (one site with politeness off: a rank per core cannot split it), not where ranks
@@ -41,9 +35,8 @@ killed); it ignores SIGINT and SIGTERM, which a Ctrl-C or a kill of the process 
 sends it too: the rank stops at a superstep's end and needs its helpers until then.
 
 Wire: a helper's command line holds its rank's wire format and ``--url-strip-params``;
-each request is a header (``_REQUEST``: key, sizes, whether to count terms), the URL, the
-charset and, where the rank wants the fetch's WARC records made too, what they need
-besides the body (:class:`Fetch`, pickled), then the body's bytes as they are; each answer a header (``_ANSWER``)
+each request is a header (``_REQUEST``: key, sizes, whether to count terms), the
+URL and charset, then the body's bytes as they are; each answer a header (``_ANSWER``)
 and the analysis (:func:`encode`; None if it raised, so the scheduler's thread repeats it
 and fails the same way). A helper's first answer, key ``READY`` and nothing after it, says
 it has started: it is handed pages only then (the pages fetched while it imports its
@@ -72,7 +65,6 @@ from typing import Any, NamedTuple, overload
 import numpy as np
 
 from bspcrawl.counters import Stats
-from bspcrawl.index.records import Made, Records
 from bspcrawl.index.simhash import simhash
 from bspcrawl.index.terms import EMPTY, TermCounts, count_terms_with, page_pairs
 from bspcrawl.robots.links import LinkCache, ParsedPage, parse_html
@@ -273,23 +265,11 @@ class Strings(Sequence[str]):
         return NotImplemented
 
 
-class Fetch(NamedTuple):
-    """What a helper needs besides the page to make its WARC records
-    (:meth:`bspcrawl.index.records.Records.fetch`)."""
-
-    started: float
-    status: int
-    headers: dict[str, str]
-    truncated: bool
-    request_headers: tuple[str, ...]
-
-
 class Analysis(NamedTuple):
     """An HTML page's parse, the term counts of its text and of its title and headings
     (``EMPTY`` and None when not indexed), its SimHash (``index/simhash.py``), its
-    distinct adjacent term pairs (``index/terms.py``: :func:`page_pairs`), the seen-set
-    keys of its links (:class:`LinkKeys`) and, from a helper asked for them, the fetch's
-    WARC records (``index/records.py``)."""
+    distinct adjacent term pairs (``index/terms.py``: :func:`page_pairs`) and the seen-set
+    keys of its links (:class:`LinkKeys`)."""
 
     page: ParsedPage
     terms: TermCounts
@@ -297,7 +277,6 @@ class Analysis(NamedTuple):
     simhash: int
     pairs: np.ndarray
     keys: np.ndarray
-    records: Made | None = None
 
 
 def field_texts(page: ParsedPage) -> list[bytes]:
@@ -341,15 +320,15 @@ def encode(analysis: Analysis | None) -> bytes:
     use: the SimHash and the pairs come from it already."""
     if analysis is None:
         return pickle.dumps(None)
-    page, terms, parts, fingerprint, pairs, keys, records = analysis
+    page, terms, parts, fingerprint, pairs, keys = analysis
     return pickle.dumps((
         tuple(_plain(Strings.of(value).packed()) if name in _PACKED else value
               for name, value in zip(_PAGE_FIELDS, map(page.__getattribute__, _PAGE_FIELDS),
                                      strict=True)),
         _plain(EMPTY.sequence if f.name == "_runs" else getattr(terms, f.name)
                for f in fields(terms)),
-        None if parts is None else _plain(parts), fingerprint, _plain([pairs, keys]),
-        None if records is None else tuple(records)), pickle.HIGHEST_PROTOCOL)
+        None if parts is None else _plain(parts), fingerprint, _plain([pairs, keys])),
+        pickle.HIGHEST_PROTOCOL)
 
 
 def decode(data: bytes | memoryview) -> Analysis | None:
@@ -357,16 +336,15 @@ def decode(data: bytes | memoryview) -> Analysis | None:
     plain = pickle.loads(data)
     if plain is None:
         return None
-    page, terms, parts, fingerprint, arrays, records = plain
+    page, terms, parts, fingerprint, arrays = plain
     page = [Strings(*_arrays(value)) if name in _PACKED else value
             for name, value in zip(_PAGE_FIELDS, page, strict=True)]
     return Analysis(ParsedPage(*page), TermCounts(*_arrays(terms)),
                     None if parts is None else tuple(_arrays(parts)), fingerprint,
-                    *_arrays(arrays), None if records is None else Made(*records))
+                    *_arrays(arrays))
 
 
-_REQUEST = struct.Struct("<QIIQBI")  # key, URL bytes, charset bytes, body bytes, index,
-# fetch bytes (the pickled Fetch of the WARC records to make; 0: none)
+_REQUEST = struct.Struct("<QIIQB")  # key, URL bytes, charset bytes, body bytes, index
 _ANSWER = struct.Struct("<QQ")  # key, pickle bytes
 READY = 2**64 - 1  # the key of a helper's first answer (no pickle): it has started
 PIPE_BYTES = 1 << 20  # each pipe's buffer (Linux's default limit for a user)
@@ -500,9 +478,8 @@ class AnalysisPool:
             self.grow()
 
     def submit(self, result: object, body: bytes, url: str, charset: str | None,
-               index: bool, fetch: Fetch | None = None) -> None:
-        """Queue the page *body* of *result*, then hand what waits to the helpers with room;
-        with *fetch*, its helper also makes the fetch's WARC records.
+               index: bool) -> None:
+        """Queue the page *body* of *result*, then hand what waits to the helpers with room.
         (With no helper alive, queued only if the spare may start one: then it takes the
         pages fetched before it started, which a rank far behind its fetches would
         otherwise commit alone, for seconds, with a helper idle.)"""
@@ -511,9 +488,8 @@ class AnalysisPool:
             return
         key, self.next_key = self.next_key, self.next_key + 1
         url_b, charset_b = url.encode(), (charset or "").encode()
-        fetch_b = b"" if fetch is None else pickle.dumps(tuple(fetch), pickle.HIGHEST_PROTOCOL)
-        head = _REQUEST.pack(key, len(url_b), len(charset_b), len(body), index, len(fetch_b))
-        self.queued[key] = [memoryview(head + url_b + charset_b + fetch_b), memoryview(body)]
+        head = _REQUEST.pack(key, len(url_b), len(charset_b), len(body), index)
+        self.queued[key] = [memoryview(head + url_b + charset_b), memoryview(body)]
         self.sent[id(result)] = (key, result)
         self._dispatch()
 
@@ -711,24 +687,19 @@ def main(argv: list[str]) -> None:
         signal.signal(sig, signal.SIG_IGN)          # Ctrl-C or a kill reaches us too)
     recv_fd, send_fd = 0, os.dup(1)
     os.dup2(2, 1)  # a stray print goes to stderr, not into the answers
-    cache, keys, records = LinkCache(), LinkKeys(strip), Records()
+    cache, keys = LinkCache(), LinkKeys(strip)
     if not _write_all(send_fd, _ANSWER.pack(READY, 0)):
         return
     while (head := _read_exactly(recv_fd, _REQUEST.size)) is not None:
-        key, n_url, n_charset, n_body, index, n_fetch = _REQUEST.unpack(head)
-        data = _read_exactly(recv_fd, n_url + n_charset + n_fetch)
+        key, n_url, n_charset, n_body, index = _REQUEST.unpack(head)
+        data = _read_exactly(recv_fd, n_url + n_charset)
         body = _read_exactly(recv_fd, n_body)  # (apart: not copied out of the rest)
         if data is None or body is None:  # the rank closed the pipe amid a page
             return
         url = data[:n_url].decode()
-        charset = data[n_url:n_url + n_charset].decode() or None
+        charset = data[n_url:].decode() or None
         try:
             answer: Analysis | None = analyse(body, url, charset, bool(index), cache, keys)
-            if n_fetch:
-                fetch = Fetch(*pickle.loads(data[n_url + n_charset:]))
-                answer = answer._replace(records=records.fetch(
-                    url, fetch.started, fetch.status, fetch.headers, body,
-                    truncated=fetch.truncated, request_headers=fetch.request_headers))
         except Exception:  # noqa: BLE001 (the scheduler's thread repeats it and fails)
             answer = None
         payload = encode(answer)

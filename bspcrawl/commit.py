@@ -17,8 +17,7 @@ Python work per process, DESIGN.md):
    a page's links past ``--crawl-max-outlinks``, and past ``--crawl-max-page-hosts``
    distinct hosts, are dropped (a link flood's cost stays bounded: one 2 MiB page can hold
    144,000 links, or links to 114,000 subdomains);
-4. **archive**: WARC records (made by the helper that analysed the page, if any), a
-   history row and validators (``index/archive.py``);
+4. **archive**: WARC records, a history row and validators (``index/archive.py``);
 5. **store**: the page row, its out-links' fingerprints and its postings, with the next
    dense doc id (``index/store.py``), and its weighted postings for search.
 
@@ -35,7 +34,7 @@ from collections.abc import Sequence
 import numpy as np
 import xxhash
 
-from bspcrawl.analysis import Analysis, AnalysisPool, Fetch, LinkKeys, analyse
+from bspcrawl.analysis import Analysis, AnalysisPool, LinkKeys, analyse
 from bspcrawl.counters import Stats
 from bspcrawl.index.archive import Archive
 from bspcrawl.index.store import RankStore
@@ -89,18 +88,12 @@ class Committer:
 
     def prepare(self, result: FetchResult) -> None:
         """Have the pool analyse *result*'s page now, if it is an HTML page fetched
-        (not a revisit: its body is restored at the commit), and make its WARC records
-        (unless the archive may write a revisit record instead, which it decides at the
-        commit)."""
+        (not a revisit: its body is restored at the commit)."""
         if (self.pool is not None and result.revisit == FETCHED and result.body
                 and not result.location and 200 <= result.status < 300
                 and not result.job.robotstxt and is_html(result)):
-            archive = self.archive
-            fetch = None if archive.writer is None or archive.revisits else Fetch(
-                result.started, result.status, result.headers, result.truncated,
-                tuple(result.job.headers))
             self.pool.submit(result, result.body, result.job.url,
-                             charset(result.content_type), self._indexed(result)[1], fetch)
+                             charset(result.content_type), self._indexed(result)[1])
 
     def discard(self, result: FetchResult) -> None:
         """*result* will not be committed (its analysis, if asked for, is dropped)."""
@@ -141,7 +134,6 @@ class Committer:
         pairs = fps = EMPTY.sequence
         fingerprint = 0
         links: list[Link] = []
-        made = None
         self.archive.restore(result, job.fp)
         if result.location:
             redirect = resolve(result.location, job.url) or ""
@@ -149,7 +141,7 @@ class Committer:
                 links.append(Link(redirect, job.depth, job.hops + 1))
         elif (200 <= result.status < 300 or result.revisit) and is_html(result):
             follow, index = self._indexed(result)
-            page, terms, parts, fingerprint, pairs, fps, made = self._analysis(result, index)
+            page, terms, parts, fingerprint, pairs, fps = self._analysis(result, index)
             if follow:
                 found, anchors = page.links, page.anchors
                 if self.max_outlinks and len(found) > self.max_outlinks:
@@ -162,8 +154,7 @@ class Committer:
                 fps = EMPTY.sequence
         links += self._unsent(found, fps.tolist(), job.depth + 1, anchors)
         content_fp = xxhash.xxh3_64_intdigest(result.body) if result.body else 0
-        self.stats["analysis/records"] += made is not None
-        self.archive.record(result, job.fp, host_hash(job.host), content_fp, made)
+        self.archive.record(result, job.fp, host_hash(job.host), content_fp)
         doc = self.store.commit(result, job.fp, redirect, fps, terms, content_fp, fingerprint)
         if page is not None and parts is not None and len(terms):
             self.store.search.add_page(doc, terms, page.title, fields(page, parts), pairs)

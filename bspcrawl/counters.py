@@ -72,8 +72,6 @@ COUNTERS: tuple[Counter, ...] = (
             "at that depth or less"),
     Counter("analysis/ahead", TOTAL, "pages analysed by a helper process before their "
             "commit (--parse-processes)"),
-    Counter("analysis/records", TOTAL, "pages whose WARC records a helper process made "
-            "(the rank wrote them as they came)"),
     Counter("analysis/helpers_lost", TOTAL, "helper processes that died or hung (their "
             "pages were analysed by the rank)"),
     Counter("frontier/host_cap", TOTAL, "URLs arrived past --max-host-pages of their host"),

@@ -11,19 +11,15 @@ import subprocess
 import sys
 import threading
 import time
-import zlib
-from pathlib import Path
 
 import numpy as np
 import pytest
-from warcio.archiveiterator import ArchiveIterator
 
 from bspcrawl import analysis
 from bspcrawl.analysis import (
     AUTO,
     Analysis,
     AnalysisPool,
-    Fetch,
     LinkKeys,
     Spare,
     Strings,
@@ -34,7 +30,6 @@ from bspcrawl.analysis import (
     helpers_for,
 )
 from bspcrawl.counters import Stats
-from bspcrawl.index.records import Made, Records
 from bspcrawl.messages import FetchJob, FetchResult
 from bspcrawl.robots.links import LinkCache
 from bspcrawl.settings import Settings
@@ -76,34 +71,6 @@ def same(a: Analysis, b: Analysis) -> None:
         assert np.array_equal(x, y)
 
 
-def records_equal(a: Made, b: Made) -> None:
-    """Assert two fetches' records are the same but for their random record ids."""
-    assert a.digest == b.digest
-    for x, y in ((a.record, b.record), (a.request, b.request)):
-        x, y = (re.sub(rb"<urn:uuid:[0-9a-f-]{36}>", b"<id>", zlib.decompress(z, 31))
-                for z in (x, y))
-        assert x == y
-
-
-def fetch(i: int) -> Fetch:
-    """What page ``i``'s WARC records need besides its body and URL."""
-    return Fetch(1.7e9 + i / 7, 200, {"content-type": "text/html", "x-n": str(i)}, i % 4 == 1,
-                 (f"If-None-Match: \"{i}\"",) if i % 3 else ())
-
-
-def payloads(warcs: list[Path]) -> dict[str, tuple[str, str, str | None]]:
-    """Each response record's URL -> its payload digest, type and truncation."""
-    found = {}
-    for path in warcs:
-        with open(path, "rb") as fh:
-            for rec in ArchiveIterator(fh):
-                if rec.rec_type in ("response", "revisit"):
-                    found[rec.rec_headers.get_header("WARC-Target-URI")] = (
-                        rec.rec_headers.get_header("WARC-Payload-Digest"), rec.rec_type,
-                        rec.rec_headers.get_header("WARC-Truncated"))
-    return found
-
-
 def result(i: int, body: bytes, url: str) -> FetchResult:
     return FetchResult(FetchJob(i, 0, url, "h:80"), status=200, body=body,
                        content_type="text/html")
@@ -111,7 +78,6 @@ def result(i: int, body: bytes, url: str) -> FetchResult:
 
 PAGES = [page(i, random.Random(i)) for i in range(60)]
 STRIP = Settings().url_strip_params
-WARCIO = Path(sys.executable).with_name("warcio")
 
 
 def started(n: int, stats: Stats | None = None) -> AnalysisPool:
@@ -140,12 +106,10 @@ def test_strings_read_as_the_list_they_hold():
 
 
 def test_encode_then_decode_gives_the_analysis_back():
-    cache, records = LinkCache(), Records()
+    cache = LinkCache()
     for body, url, charset, index in PAGES:
         local = analyse(body, url, charset, index, cache, LinkKeys(STRIP))
         same(decode(encode(local)), local)
-        local = local._replace(records=records.fetch(url, 1.7e9, 200, {}, body))
-        assert decode(encode(local)).records == local.records
     assert decode(encode(None)) is None
 
 
@@ -156,25 +120,16 @@ def test_the_pool_gives_the_local_analysis_in_any_order(helpers, monkeypatch):
     pool = started(helpers, stats)
     try:
         results = [result(i, *p[:2]) for i, p in enumerate(PAGES)]
-        for i, (r, (body, url, charset, index)) in enumerate(zip(results, PAGES, strict=True)):
-            # ~18 MB in all: the pipes fill up; the odd pages' WARC records made too
-            pool.submit(r, body, url, charset, index, fetch(i) if i % 2 else None)
+        for r, (body, url, charset, index) in zip(results, PAGES, strict=True):
+            pool.submit(r, body, url, charset, index)  # ~18 MB in all: the pipes fill up
         order = list(range(len(PAGES)))
         random.Random(7).shuffle(order)
-        cache, records = LinkCache(), Records()
+        cache = LinkCache()
         for i in order:
             body, url, charset, index = PAGES[i]
             got = pool.take(results[i])
             assert got is not None
             same(got, analyse(body, url, charset, index, cache, LinkKeys(STRIP)))
-            if i % 2:
-                f = fetch(i)
-                assert got.records is not None
-                records_equal(got.records, records.fetch(
-                    url, f.started, f.status, f.headers, body, truncated=f.truncated,
-                    request_headers=f.request_headers))
-            else:
-                assert got.records is None
         assert pool.take(results[0]) is None  # taken already: the caller analyses it
         assert not pool.sent and not pool.answers
         assert stats["analysis/ahead"] == len(PAGES)
@@ -486,32 +441,24 @@ def test_spare_gives_a_busy_rank_a_helper_when_a_core_idles(tmp_path, monkeypatc
 
 def test_a_helper_taken_mid_crawl_gives_the_same_index(tmp_path, monkeypatch):
     # --parse-processes -1 on one core starts with no helper; Spare gives the rank one at
-    # its third look (forced here: the machine's idle time is not the test's to set); the
-    # WARC records it makes are those the rank makes (warcio checks their digests)
+    # its third look (forced here: the machine's idle time is not the test's to set)
     names = ("pages/url", "index/terms", "index/offsets", "index/docs", "index/tf",
              "links/targets", "pages/simhash", "search/wtf")
     looks = iter(range(1, 10**6))
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
     monkeypatch.setattr(analysis, "CGROUP", tmp_path / "no-cgroup")  # no CPU quota
     monkeypatch.setattr(Spare, "look", lambda self, *args, **kw: next(looks) == 3)
-    indexes, archived = [], []
+    indexes = []
     with serve(pages=400, hosts=4, latency="0,0.01") as web:
         for run, helpers in enumerate([0, AUTO]):
             (tmp_path / str(run)).mkdir()
             with crawl_here(tmp_path / str(run), web.seeds(), index_parse_processes=helpers,
                             index_flush_pages=100) as f:
                 indexes.append({n: f[f"ranks/0000/{n}"][:] for n in names})
-                stats = f["ranks/0000/stats"]
-                ahead, made = stats["analysis/ahead"].max(), stats["analysis/records"].max()
+                ahead = f["ranks/0000/stats"]["analysis/ahead"].max()
                 assert (ahead > 100) == (helpers == AUTO), ahead
-                assert made == (ahead if helpers == AUTO else 0), made
-            warcs = sorted((tmp_path / str(run) / "out" / "warc").glob("*.warc.gz"))
-            checked = subprocess.run([WARCIO, "check", *map(str, warcs)], capture_output=True)
-            assert checked.returncode == 0, checked.stdout
-            archived.append(payloads(warcs))
     for name in names:
         assert np.array_equal(indexes[0][name], indexes[1][name]), name
-    assert archived[0] == archived[1] and len(archived[0]) == len(indexes[0]["pages/url"])
 
 
 def test_without_an_affinity_call_every_cpu_counts(monkeypatch, tmp_path):

@@ -20,20 +20,18 @@ from warcio.utils import Digester
 from warcio.warcwriter import WARCWriter
 
 from bspcrawl.index.history import History, Version
-from bspcrawl.index.records import (
+from bspcrawl.index.warc import (
     IDENTICAL,
     NOT_MODIFIED,
-    http_request_headers,
-    http_response_headers,
-    warc_date,
-)
-from bspcrawl.index.warc import (
     OPEN,
     Archived,
     WarcWriter,
+    http_request_headers,
+    http_response_headers,
     read_body,
     record_ends,
     recover,
+    warc_date,
 )
 from bspcrawl.messages import FetchJob, FetchResult
 

@@ -50,7 +50,6 @@ import numpy as np
 
 from bspcrawl.index.cdxj import INDEXES_DIR, REVISIT_MIME, CdxjWriter, bare_mime
 from bspcrawl.index.history import FIELDS, History, Version
-from bspcrawl.index.records import Made
 from bspcrawl.index.validators import Validators, ValidatorStore, revalidate
 from bspcrawl.index.warc import (
     Archived,
@@ -133,17 +132,15 @@ class Archive:
         if result.revisit == FRESH:
             result.status = original.status
 
-    def record(self, result: FetchResult, fp: int, host: int, content_fp: int,
-               made: Made | None = None) -> None:
-        """Archive one committed page result: WARC records (``made`` already, by a parse
-        helper, for a page that is not a revisit), history row, validators."""
+    def record(self, result: FetchResult, fp: int, host: int, content_fp: int) -> None:
+        """Archive one committed page result: WARC records, history row, validators."""
         if result.revisit == FRESH or result.status <= 0 or result.error:
             return
         at = (-1, -1, 0)
         if self.writer is not None:
             archived = self.writer.write_fetch(
                 result, request_headers=result.job.headers, content_fp=content_fp,
-                original=self._original(fp) if self.revisits else None, made=made)
+                original=self._original(fp) if self.revisits else None)
             if archived is not None:
                 self._index(result, archived)
                 b = archived.body  # a revisit's is the original's: a table index already
