@@ -522,6 +522,15 @@ class AnalysisPool:
         self.stats["analysis/ahead"] += answer is not None
         return here() if answer is None else answer
 
+    def claim(self, result: object, here: Callable[[], Analysis]) -> Analysis | None:
+        """:meth:`take` for a page no helper has: ``here()`` if *result*'s page was not
+        submitted or still waits for a helper (then no longer: it counts as waited for, as
+        in :meth:`take`); None, for :meth:`take` at its commit, if a helper has it."""
+        sent = self.sent.get(id(result))
+        if sent is not None and sent[0] not in self.queued:
+            return None
+        return self.take(result, here)
+
     def discard(self, result: object) -> None:
         """Forget *result* (not to be committed); its answer is dropped when it comes."""
         sent = self.sent.pop(id(result), None)

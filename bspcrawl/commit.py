@@ -53,6 +53,13 @@ def is_html(result: FetchResult) -> bool:
     return b"<html" in result.body[:1024].lower()
 
 
+def _fetched_page(result: FetchResult) -> bool:
+    """Whether *result* is an HTML page fetched (not a revisit: its body is restored at
+    the commit), to analyse."""
+    return (result.revisit == FETCHED and bool(result.body) and not result.location
+            and 200 <= result.status < 300 and not result.job.robotstxt and is_html(result))
+
+
 def charset(content_type: str) -> str | None:
     """The ``charset`` parameter of a Content-Type header, if any."""
     for param in content_type.split(";")[1:]:
@@ -63,6 +70,7 @@ def charset(content_type: str) -> str | None:
 
 
 SENT_MEMO = 1 << 18  # links remembered as sent (about 100 bytes each)
+AHEAD = 32  # pages of a released schedule analysed before their commits (analyse_ahead)
 
 
 class Committer:
@@ -85,18 +93,33 @@ class Committer:
         self.stats = Stats() if stats is None else stats
         self.cache = LinkCache()
         self.sent: dict[int, int] = {}  # fingerprint -> least depth sent (_unsent)
+        self.ahead: dict[int, Analysis] = {}  # id(result) -> analysis (analyse_ahead)
 
     def prepare(self, result: FetchResult) -> None:
-        """Have the pool analyse *result*'s page now, if it is an HTML page fetched
-        (not a revisit: its body is restored at the commit)."""
-        if (self.pool is not None and result.revisit == FETCHED and result.body
-                and not result.location and 200 <= result.status < 300
-                and not result.job.robotstxt and is_html(result)):
+        """Have the pool analyse *result*'s page now, if it is an HTML page fetched."""
+        if self.pool is not None and _fetched_page(result):
             self.pool.submit(result, result.body, result.job.url,
                              charset(result.content_type), self._indexed(result)[1])
 
+    def analyse_ahead(self, results: Sequence[FetchResult]) -> None:
+        """Analyse the pages of *results* (the next ones to commit, in order) that no
+        helper has, one after the other, before their commits. A page's analysis then its
+        WARC records, page after page, evict each other's working sets from the caches
+        (the records' compression most): replayed, the analysis and records of pages of
+        9 KB took 592 µs a page interleaved, 488 in runs (pandas' pages: 2,500 and
+        2,360)."""
+        for result in results:
+            if not _fetched_page(result):
+                continue
+            index = self._indexed(result)[1]
+            here = self._here(result, index) if self.pool is None else self.pool.claim(
+                result, lambda r=result, i=index: self._here(r, i))
+            if here is not None:
+                self.ahead[id(result)] = here
+
     def discard(self, result: FetchResult) -> None:
         """*result* will not be committed (its analysis, if asked for, is dropped)."""
+        self.ahead.pop(id(result), None)
         if self.pool is not None:
             self.pool.discard(result)
 
@@ -113,16 +136,20 @@ class Committer:
                 "noindex" not in header and "none" not in header)
 
     def _analysis(self, result: FetchResult, index: bool) -> Analysis:
-        """The analysis of *result*'s page: the pool's, else made here."""
-        def here() -> Analysis:
-            return analyse(result.body, result.job.url, charset(result.content_type), index,
-                           self.cache, self.keys)
-
+        """The analysis of *result*'s page: made ahead, the pool's, else made here."""
+        done = self.ahead.pop(id(result), None)
+        if done is not None:
+            return done
         if self.pool is None:
-            return here()
-        done = self.pool.take(result, here)
+            return self._here(result, index)
+        done = self.pool.take(result, lambda: self._here(result, index))
         assert done is not None  # (here() makes one where no helper did)
         return done
+
+    def _here(self, result: FetchResult, index: bool) -> Analysis:
+        """*result*'s page analysed in this thread."""
+        return analyse(result.body, result.job.url, charset(result.content_type), index,
+                       self.cache, self.keys)
 
     def commit(self, result: FetchResult) -> list[Link]:
         """Commit one page result; returns the links it yields (a redirect's target, or

@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from bspcrawl.commit import Committer
+from bspcrawl.commit import AHEAD, Committer
 from bspcrawl.counters import Stats
 from bspcrawl.frontier import Frontier
 from bspcrawl.index.archive import Archive
@@ -153,8 +153,10 @@ class Scheduler:
         # network (pausing then delays the next transfers: 5% at 100 ms a response)
         with contextlib.nullcontext() if waited else self.fetcher.paused():
             for sched in self.window.release(upto=seq):
-                for result in sched.results:
-                    if result is not DEFERRED:
+                results = [r for r in sched.results if r is not DEFERRED]
+                for at in range(0, len(results), AHEAD):
+                    self.committer.analyse_ahead(results[at:at + AHEAD])
+                    for result in results[at:at + AHEAD]:
                         self._commit(result, links)
 
     def _schedule(self, jobs: list[FetchJob], links: list[Link]) -> None:

@@ -250,6 +250,33 @@ def test_a_rank_that_may_take_a_helper_queues_its_pages_for_it(tmp_path):
         alone.close()
 
 
+def test_claim_gives_the_pages_no_helper_has_and_leaves_the_others(monkeypatch):
+    # one helper with room for 2 pages: the first two go to it, the third waits in the
+    # pool; a claim analyses the waiting one and the one never submitted here, and leaves
+    # the helper's to take()
+    monkeypatch.setattr(analysis, "HAND", 2)
+    pool = started(1)
+    try:
+        results = [result(i, *PAGES[i][:2]) for i in range(4)]
+        for r, (body, url, charset, index) in zip(results[:3], PAGES[:3], strict=True):
+            pool.submit(r, body, url, charset, index)
+        made = []
+
+        def here(i: int) -> Analysis:
+            made.append(i)
+            return analyse(*PAGES[i], LinkCache(), LinkKeys(STRIP))
+
+        claimed = [pool.claim(r, lambda i=i: here(i)) for i, r in enumerate(results)]
+        assert claimed[:2] == [None, None] and made == [2, 3]
+        same(claimed[2], analyse(*PAGES[2], LinkCache(), LinkKeys(STRIP)))
+        assert not pool.queued and len(pool.sent) == 2
+        for i in (0, 1):
+            same(pool.take(results[i], lambda: pytest.fail("a helper has it")),
+                 analyse(*PAGES[i], LinkCache(), LinkKeys(STRIP)))
+    finally:
+        pool.close()
+
+
 def test_a_discarded_page_leaves_nothing_behind():
     pool = started(1)
     try:

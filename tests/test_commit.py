@@ -311,3 +311,38 @@ def test_link_keys_come_from_the_memo_as_the_frontier_gives_them(tmp_path, monke
     for urls in pages:
         assert keys(urls).tolist() == rank.frontier.fingerprints(urls).tolist()
         assert len(keys.memo) <= 5 + len(urls)  # overshot by one page at most
+
+
+def test_pages_analysed_ahead_commit_as_pages_analysed_at_their_commit(tmp_path, monkeypatch):
+    # a release analyses its pages in runs, then commits them: the same rows, links and
+    # postings as analysed one at a time at their commit; an analysis made ahead is used
+    # once, and that of a result discarded instead is dropped
+    calls = []
+    real = commit.analyse
+    monkeypatch.setattr(commit, "analyse", lambda *a: calls.append(a[1]) or real(*a))
+    bodies = [PAGE, PAGE.replace(b"hello", b"bye"), b"%PDF-1.4", PAGE + b"<p>more words</p>"]
+    types = ["text/html", "text/html", "application/pdf", "text/html"]
+    read = []
+    for run, ahead in enumerate([False, True]):
+        rank = Rank(tmp_path / str(run), warc=True)
+        results = [FetchResult(rank.job(f"http://a.test/p{i}"), status=200, body=body,
+                               content_type=ct, started=T0 + i)
+                   for i, (body, ct) in enumerate(zip(bodies, types, strict=True))]
+        dropped = FetchResult(rank.job("http://a.test/gone"), status=200, body=PAGE,
+                              content_type="text/html")
+        calls.clear()
+        if ahead:
+            rank.committer.analyse_ahead([*results, dropped])
+            assert calls == ["http://a.test/p0", "http://a.test/p1", "http://a.test/p3",
+                             "http://a.test/gone"]
+            rank.committer.discard(dropped)
+        links = [rank.committer.commit(r) for r in results]
+        assert calls == [r.job.url for r in results if r.content_type == "text/html"] + (
+            ["http://a.test/gone"] if ahead else [])  # (no page analysed twice)
+        assert not rank.committer.ahead
+        read.append((links, rank.read()))
+    (links0, got0), (links1, got1) = read
+    assert links0 == links1 and got0["links"] == got1["links"]
+    assert got0["postings"] == got1["postings"] and len(got0["postings"]) == 3
+    for name, column in got0["pages"].items():
+        assert list(column) == list(got1["pages"][name]), name
