@@ -17,7 +17,8 @@ Python work per process, DESIGN.md):
    a page's links past ``--crawl-max-outlinks``, and past ``--crawl-max-page-hosts``
    distinct hosts, are dropped (a link flood's cost stays bounded: one 2 MiB page can hold
    144,000 links, or links to 114,000 subdomains);
-4. **archive**: WARC records, a history row and validators (``index/archive.py``);
+4. **archive**: WARC records, a history row and validators (``index/archive.py``); in a
+   run of commits (:meth:`Committer.run`), after the run's other steps;
 5. **store**: the page row, its out-links' fingerprints and its postings, with the next
    dense doc id (``index/store.py``), and its weighted postings for search.
 
@@ -29,7 +30,8 @@ robots.txt answers are not pages: the scheduler hands them to the frontier, neve
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import xxhash
@@ -94,6 +96,7 @@ class Committer:
         self.cache = LinkCache()
         self.sent: dict[int, int] = {}  # fingerprint -> least depth sent (_unsent)
         self.ahead: dict[int, Analysis] = {}  # id(result) -> analysis (analyse_ahead)
+        self.due: list[tuple[FetchResult, int, int, int]] | None = None  # (run)
 
     def prepare(self, result: FetchResult) -> None:
         """Have the pool analyse *result*'s page now, if it is an HTML page fetched."""
@@ -116,6 +119,23 @@ class Committer:
                 result, lambda r=result, i=index: self._here(r, i))
             if here is not None:
                 self.ahead[id(result)] = here
+
+    @contextlib.contextmanager
+    def run(self) -> Iterator[None]:
+        """Commits whose archiving (WARC records, history row, validators) is done at the
+        end of the block, page after page: interleaved with the rest of each commit it
+        evicted that work's caches, and the other way round (replayed with the analyses
+        made ahead, as by helpers: 238 -> 201 µs a page of 9 KB, 566 -> 491 on pandas'
+        pages). Not when the archive may write revisits: a page's restore reads the
+        history that earlier pages' archiving updates."""
+        if self.archive.revisits:
+            yield
+            return
+        self.due = []
+        yield
+        due, self.due = self.due, None
+        for args in due:
+            self.archive.record(*args)
 
     def discard(self, result: FetchResult) -> None:
         """*result* will not be committed (its analysis, if asked for, is dropped)."""
@@ -181,7 +201,10 @@ class Committer:
                 fps = EMPTY.sequence
         links += self._unsent(found, fps.tolist(), job.depth + 1, anchors)
         content_fp = xxhash.xxh3_64_intdigest(result.body) if result.body else 0
-        self.archive.record(result, job.fp, host_hash(job.host), content_fp)
+        if self.due is None:
+            self.archive.record(result, job.fp, host_hash(job.host), content_fp)
+        else:
+            self.due.append((result, job.fp, host_hash(job.host), content_fp))
         doc = self.store.commit(result, job.fp, redirect, fps, terms, content_fp, fingerprint)
         if page is not None and parts is not None and len(terms):
             self.store.search.add_page(doc, terms, page.title, fields(page, parts), pairs)

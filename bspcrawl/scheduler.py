@@ -156,8 +156,9 @@ class Scheduler:
                 results = [r for r in sched.results if r is not DEFERRED]
                 for at in range(0, len(results), AHEAD):
                     self.committer.analyse_ahead(results[at:at + AHEAD])
-                    for result in results[at:at + AHEAD]:
-                        self._commit(result, links)
+                    with self.committer.run():
+                        for result in results[at:at + AHEAD]:
+                            self._commit(result, links)
 
     def _schedule(self, jobs: list[FetchJob], links: list[Link]) -> None:
         """Open this superstep's schedule of ``jobs`` and hand it out (fresh pages to the

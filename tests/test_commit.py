@@ -4,12 +4,14 @@ read back from the rank file."""
 
 from __future__ import annotations
 
+import contextlib
 import random
 from pathlib import Path
 
 import h5py
 import pytest
 import xxhash
+from warcio.archiveiterator import ArchiveIterator
 
 from bspcrawl import analysis, commit
 from bspcrawl.analysis import LinkKeys
@@ -27,6 +29,17 @@ PAGE = (b"<html><head><title>Greeting</title></head><body>hello world hello "
         b'<a href="mailto:me@a.test">m</a> <a href="/a">again</a></body></html>')
 PAGE_LINKS = ["http://a.test/a", "http://a.test/dir/b?x=1", "http://other.test/c"]
 ANCHORS = dict(zip(PAGE_LINKS, "abc", strict=True))  # each link's first anchor text
+
+
+def records(folder: Path) -> list[tuple[str, str, str | None]]:
+    """The type, URL and payload digest of each WARC record in ``folder``, in order."""
+    found = []
+    for path in sorted(folder.glob("*.warc.gz")):
+        with open(path, "rb") as fh:
+            found += [(r.rec_type, r.rec_headers.get_header("WARC-Target-URI"),
+                       r.rec_headers.get_header("WARC-Payload-Digest"))
+                      for r in ArchiveIterator(fh) if r.rec_type != "warcinfo"]
+    return found
 
 
 def sent(urls: list[str], depth: int, hops: int = 0) -> list[Link]:
@@ -221,6 +234,18 @@ def test_a_304_restores_a_body_from_the_warc_file_being_written(tmp_path):
     assert rank.committer.commit(result) == sent(PAGE_LINKS, 3)
 
 
+def test_a_run_archives_each_page_at_once_when_the_archive_keeps_revisits(tmp_path):
+    # a page's restore reads the history earlier pages' archiving wrote: no deferring
+    rank = Rank(tmp_path, warc=True, revisits=True)
+    with rank.committer.run():
+        rank.commit()
+        assert rank.committer.due is None
+        rank.commit(status=304, body=b"", revisit=NOT_MODIFIED)
+    pages = rank.read()["pages"]
+    assert pages["revisit"].tolist() == [FETCHED, NOT_MODIFIED]
+    assert pages["length"].tolist() == [len(PAGE), len(PAGE)]  # its body restored
+
+
 def test_a_304_without_an_archived_body_is_committed_bodiless(tmp_path):
     rank = Rank(tmp_path, warc=False, revisits=True)
     result = FetchResult(rank.job("http://a.test/x"), status=304, started=T0)
@@ -314,8 +339,9 @@ def test_link_keys_come_from_the_memo_as_the_frontier_gives_them(tmp_path, monke
 
 
 def test_pages_analysed_ahead_commit_as_pages_analysed_at_their_commit(tmp_path, monkeypatch):
-    # a release analyses its pages in runs, then commits them: the same rows, links and
-    # postings as analysed one at a time at their commit; an analysis made ahead is used
+    # a release analyses its pages in runs, then commits them, archiving them at the end
+    # of the run: the same rows, links, postings and WARC records, in the same order, as
+    # analysed and archived one at a time at their commit; an analysis made ahead is used
     # once, and that of a result discarded instead is dropped
     calls = []
     real = commit.analyse
@@ -336,12 +362,17 @@ def test_pages_analysed_ahead_commit_as_pages_analysed_at_their_commit(tmp_path,
             assert calls == ["http://a.test/p0", "http://a.test/p1", "http://a.test/p3",
                              "http://a.test/gone"]
             rank.committer.discard(dropped)
-        links = [rank.committer.commit(r) for r in results]
+        with rank.committer.run() if ahead else contextlib.nullcontext():
+            links = [rank.committer.commit(r) for r in results]
+            assert (len(rank.committer.due) if ahead else None) == (len(results) if ahead
+                                                                     else None)
         assert calls == [r.job.url for r in results if r.content_type == "text/html"] + (
             ["http://a.test/gone"] if ahead else [])  # (no page analysed twice)
         assert not rank.committer.ahead
-        read.append((links, rank.read()))
-    (links0, got0), (links1, got1) = read
+        rank.archive.close()
+        read.append((links, rank.read(), records(tmp_path / str(run) / "warc")))
+    (links0, got0, warc0), (links1, got1, warc1) = read
+    assert warc0 == warc1 and len(warc0) == 2 * len(results)
     assert links0 == links1 and got0["links"] == got1["links"]
     assert got0["postings"] == got1["postings"] and len(got0["postings"]) == 3
     for name, column in got0["pages"].items():
