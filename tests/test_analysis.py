@@ -24,6 +24,7 @@ from bspcrawl.analysis import (
     Spare,
     Strings,
     analyse,
+    analyse_many,
     cpu_quota,
     decode,
     encode,
@@ -260,21 +261,36 @@ def test_claim_gives_the_pages_no_helper_has_and_leaves_the_others(monkeypatch):
         results = [result(i, *PAGES[i][:2]) for i in range(4)]
         for r, (body, url, charset, index) in zip(results[:3], PAGES[:3], strict=True):
             pool.submit(r, body, url, charset, index)
-        made = []
+        asked = []
 
-        def here(i: int) -> Analysis:
-            made.append(i)
-            return analyse(*PAGES[i], LinkCache(), LinkKeys(STRIP))
+        def here(those: list[FetchResult]) -> list[Analysis | None]:
+            asked.append([results.index(r) for r in those])
+            return analyse_many([PAGES[results.index(r)] for r in those], LinkCache(),
+                                LinkKeys(STRIP))
 
-        claimed = [pool.claim(r, lambda i=i: here(i)) for i, r in enumerate(results)]
-        assert claimed[:2] == [None, None] and made == [2, 3]
-        same(claimed[2], analyse(*PAGES[2], LinkCache(), LinkKeys(STRIP)))
+        claimed = pool.claim(results, here)
+        assert claimed[:2] == [None, None] and asked == [[2, 3]]
+        for i in (2, 3):
+            same(claimed[i], analyse(*PAGES[i], LinkCache(), LinkKeys(STRIP)))
         assert not pool.queued and len(pool.sent) == 2
         for i in (0, 1):
             same(pool.take(results[i], lambda: pytest.fail("a helper has it")),
                  analyse(*PAGES[i], LinkCache(), LinkKeys(STRIP)))
     finally:
         pool.close()
+
+
+def test_analyse_many_gives_each_page_its_analysis_and_none_where_it_raised(monkeypatch):
+    cache = LinkCache()
+    many = analyse_many(PAGES, cache, LinkKeys(STRIP))
+    for got, page in zip(many, PAGES, strict=True):
+        assert got is not None
+        same(got, analyse(*page, LinkCache(), LinkKeys(STRIP)))
+    real = analysis.parse_html
+    monkeypatch.setattr(analysis, "parse_html", lambda body, *a, **k: real(body, *a, **k)
+                        if body != PAGES[1][0] else 1 / 0)
+    many = analyse_many(PAGES[:3], cache, LinkKeys(STRIP))
+    assert many[1] is None and many[0] is not None and many[2] is not None
 
 
 def test_a_discarded_page_leaves_nothing_behind():

@@ -344,8 +344,10 @@ def test_pages_analysed_ahead_commit_as_pages_analysed_at_their_commit(tmp_path,
     # analysed and archived one at a time at their commit; an analysis made ahead is used
     # once, and that of a result discarded instead is dropped
     calls = []
-    real = commit.analyse
-    monkeypatch.setattr(commit, "analyse", lambda *a: calls.append(a[1]) or real(*a))
+    one, many = commit.analyse, commit.analyse_many
+    monkeypatch.setattr(commit, "analyse", lambda *a: calls.append(a[1]) or one(*a))
+    monkeypatch.setattr(commit, "analyse_many", lambda pages, *a: calls.extend(
+        url for _, url, *_ in pages) or many(pages, *a))
     bodies = [PAGE, PAGE.replace(b"hello", b"bye"), b"%PDF-1.4", PAGE + b"<p>more words</p>"]
     types = ["text/html", "text/html", "application/pdf", "text/html"]
     read = []
