@@ -134,8 +134,10 @@ class Committer:
             yield
             return
         self.due = []
-        yield
-        due, self.due = self.due, None
+        try:
+            yield
+        finally:  # (a commit that raised: no more deferring, nothing archived)
+            due, self.due = self.due, None
         for args in due:
             self.archive.record(*args)
 

@@ -155,9 +155,10 @@ class Scheduler:
             for sched in self.window.release(upto=seq):
                 results = [r for r in sched.results if r is not DEFERRED]
                 for at in range(0, len(results), AHEAD):
-                    self.committer.analyse_ahead(results[at:at + AHEAD])
+                    run = results[at:at + AHEAD]
+                    self.committer.analyse_ahead(run)
                     with self.committer.run():
-                        for result in results[at:at + AHEAD]:
+                        for result in run:
                             self._commit(result, links)
 
     def _schedule(self, jobs: list[FetchJob], links: list[Link]) -> None:

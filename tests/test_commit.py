@@ -366,8 +366,10 @@ def test_pages_analysed_ahead_commit_as_pages_analysed_at_their_commit(tmp_path,
             rank.committer.discard(dropped)
         with rank.committer.run() if ahead else contextlib.nullcontext():
             links = [rank.committer.commit(r) for r in results]
-            assert (len(rank.committer.due) if ahead else None) == (len(results) if ahead
-                                                                     else None)
+            if ahead:  # archived at the run's end
+                assert rank.committer.due is not None and len(rank.committer.due) == len(results)
+            else:
+                assert rank.committer.due is None
         assert calls == [r.job.url for r in results if r.content_type == "text/html"] + (
             ["http://a.test/gone"] if ahead else [])  # (no page analysed twice)
         assert not rank.committer.ahead
@@ -379,3 +381,14 @@ def test_pages_analysed_ahead_commit_as_pages_analysed_at_their_commit(tmp_path,
     assert got0["postings"] == got1["postings"] and len(got0["postings"]) == 3
     for name, column in got0["pages"].items():
         assert list(column) == list(got1["pages"][name]), name
+
+
+def test_a_run_that_raises_archives_nothing_and_defers_no_more(tmp_path):
+    rank = Rank(tmp_path, warc=True)
+    with pytest.raises(RuntimeError), rank.committer.run():
+        rank.commit()
+        raise RuntimeError("a commit failed")
+    assert rank.committer.due is None
+    rank.commit(url="http://a.test/dir/next")  # archived at once again
+    rank.archive.close()
+    assert [url for _, url, _ in records(tmp_path / "warc")] == ["http://a.test/dir/next"] * 2
