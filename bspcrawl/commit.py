@@ -209,9 +209,10 @@ class Committer:
             self.archive.record(result, job.fp, host_hash(job.host), content_fp)
         else:
             self.due.append((result, job.fp, host_hash(job.host), content_fp))
-        doc = self.store.commit(result, job.fp, redirect, fps, terms, content_fp, fingerprint)
-        if page is not None and parts is not None and len(terms):
-            self.store.search.add_page(doc, terms, page.title, fields(page, parts), pairs)
+        title, parted = ("", None) if page is None or parts is None else (
+            page.title, fields(page, parts))
+        self.store.commit(result, job.fp, redirect, fps, terms, content_fp, fingerprint,
+                          title, parted, pairs)
         return links
 
     def credit(self, links: list[Link]) -> None:

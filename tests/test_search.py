@@ -36,10 +36,9 @@ def build(out, pages=PAGES, anchors=(), bodies=None):
         result = FetchResult(job, status=200, content_type="text/html", started=1e9 + i)
         text = f"{title}\n{body}".encode()
         terms = count_terms(text)
-        doc = store.commit(result, i + 100, "", [], terms, bodies[i] if bodies else i + 1)
         heading = count_terms(title.encode())
-        store.search.add_page(doc, terms, title, {"title": (heading.hashes, heading.tf)},
-                              page_pairs(terms))
+        store.commit(result, i + 100, "", [], terms, bodies[i] if bodies else i + 1, None,
+                     title, {"title": (heading.hashes, heading.tf)}, page_pairs(terms))
         if i == 1:
             store.seal(1)  # the anchors and pages of two segments are joined
     fps = {url: i + 100 for i, (url, _, _) in enumerate(pages)}

@@ -113,14 +113,20 @@ def test_resume_drops_segments_after_the_checkpoint_and_continues_doc_ids(tmp_pa
             assert np.array_equal(a[name][:], b[name][:]), name
 
 
-def test_a_joined_rank_file_splits_back_into_a_segment(tmp_path):
+@pytest.mark.parametrize("older", [False, True])
+def test_a_joined_rank_file_splits_back_into_a_segment(tmp_path, older):
+    """``older``: a rank file of a bspcrawl before the index for ranking (no ``/search``):
+    its segment keeps the postings in ``postings/*``, and they join into ``/index``."""
     rng = random.Random(5)
     store = RankStore(tmp_path, 0, 1, {}, flush_pages=100)
     for res, terms, links in fake_pages(12, rng):
         store.commit(res, 0, "", links, terms, len(res.body))
     store.close(superstep=4)
-    with h5py.File(tmp_path / "rank-0000.h5") as f:
+    with h5py.File(tmp_path / "rank-0000.h5", "r+") as f:
         before = {n: f[n][:] for n in ("pages/url", "index/terms", "index/docs", "index/tf")}
+        assert len(before["index/docs"]) > 20
+        if older:
+            del f["search"]
     split_rank_file(tmp_path, 0, 4)
     again = RankStore(tmp_path, 0, 1, {}, flush_pages=100, resume_at=4)
     assert again.docs == 12

@@ -31,8 +31,9 @@ gives each term's docs increasing. Everything loads with one read per column int
 While the crawl runs, :class:`SearchBuffer` collects each committed page's postings and
 the anchor text of the links this rank receives (for the pages of the hosts it owns,
 fetched yet or not), keyed by the target's URL fingerprint; each segment holds a
-``search`` group of what its stretch added, and :func:`save` credits the anchor text to
-the pages fetched (by ``/pages/url_fp``) when the segments become the rank file.
+``search`` group of what its stretch added (the only copy of its pages' postings: the
+join makes ``/index`` of them too), and :func:`credited` credits the anchor text to the
+pages fetched (by ``/pages/url_fp``) when the segments become the rank file.
 """
 
 from __future__ import annotations
@@ -44,8 +45,8 @@ import numpy as np
 
 from bspcrawl.index.terms import TermCounts
 
-__all__ = ["COMPASS_WEIGHTS", "FIELDS", "GROUP", "Postings", "SearchBuffer", "collect", "csr",
-           "save", "split", "weights_of", "write"]
+__all__ = ["COMPASS_WEIGHTS", "FIELDS", "GROUP", "Postings", "SearchBuffer", "collect",
+           "credited", "csr", "save", "split", "weights_of", "write"]
 
 GROUP = "search"
 FORMAT = "bspcrawl-search"
@@ -193,8 +194,8 @@ class SearchBuffer:
         g["pages/wlength"] = np.array(wlengths, np.float32)
         g.create_dataset("pages/title", data=np.array(titles, dtype=object),
                          dtype=h5py.string_dtype())
-        g["pairs/hash"], g["pairs/doc"] = cat(self.pair_hash, np.int64), cat(self.pair_doc,
-                                                                               np.int32)
+        g["pairs/hash"] = cat(self.pair_hash, np.uint32)  # (32-bit: terms.pair_hash)
+        g["pairs/doc"] = cat(self.pair_doc, np.int32)
         g["anchor/fp"], g["anchor/term"] = cat(self.anchor_fp, np.int64), cat(self.anchor_term,
                                                                                np.int64)
         g["anchor/tf"] = cat(self.anchor_tf, np.int32)
@@ -206,7 +207,7 @@ def _concat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
 
 COLUMNS = {"postings/term": np.int64, "postings/doc": np.int32, "postings/tf": np.int32,
            "postings/wtf": np.float32, "pages/doc": np.int64, "pages/length": np.int32,
-           "pages/wlength": np.float32, "pairs/hash": np.int64, "pairs/doc": np.int32,
+           "pages/wlength": np.float32, "pairs/hash": np.uint32, "pairs/doc": np.int32,
            "anchor/fp": np.int64, "anchor/term": np.int64, "anchor/tf": np.int32}
 """The columns of a segment's ``search`` group (and ``pages/title``, str)."""
 
@@ -219,20 +220,30 @@ def weights_of(settings: dict) -> dict[str, float]:
 
 
 def collect(parts: list[h5py.File]) -> dict[str, np.ndarray]:
-    """The ``search`` columns of every segment, concatenated (a segment of a bspcrawl
-    without search index adds nothing)."""
-    ours = [p[GROUP] for p in parts if GROUP in p]
-    out = {name: _concat([g[name][:] for g in ours], dtype) for name, dtype in COLUMNS.items()}
-    out["pages/title"] = np.array([t for g in ours for t in g["pages/title"].asstr()[:]],
-                                  dtype=object)
+    """The ``search`` columns of every segment, concatenated. A segment of a bspcrawl
+    before the index for ranking has none, only its pages' postings (``postings/*``): those
+    count, with their tf as tag-weighted tf."""
+    columns: dict[str, list[np.ndarray]] = {name: [] for name in COLUMNS}
+    titles: list[str] = []
+    for p in parts:
+        if GROUP in p:
+            for name in COLUMNS:
+                columns[name].append(p[GROUP][name][:])
+            titles += p[GROUP]["pages/title"].asstr()[:].tolist()
+        elif "postings/term" in p:
+            for name in ("term", "doc", "tf"):
+                columns[f"postings/{name}"].append(p[f"postings/{name}"][:])
+            columns["postings/wtf"].append(p["postings/tf"][:])
+    out = {name: _concat(columns[name], dtype) for name, dtype in COLUMNS.items()}
+    out["pages/title"] = np.array(titles, dtype=object)
     return out
 
 
-def save(f: h5py.File, c: dict[str, np.ndarray], url_fp: np.ndarray,
-         weights: dict[str, float]) -> None:
-    """Write ``/search`` into the rank file ``f`` from its segments' columns ``c``
-    (:func:`collect`), crediting the anchor text to the fetched pages that were indexed
-    (``url_fp``: ``/pages/url_fp``; the latest row of a URL fetched twice)."""
+def credited(c: dict[str, np.ndarray], url_fp: np.ndarray) -> tuple[Postings, np.ndarray]:
+    """A rank file's postings, from its segments' columns ``c`` (:func:`collect`): the
+    pages' postings and the anchor text credited to the fetched pages that were indexed
+    (``url_fp``: ``/pages/url_fp``; the latest row of a URL fetched twice), summed by
+    (term, doc), sorted by term hash then doc; and each page's terms of anchor text."""
     n = len(url_fp)
     a_fp, a_tf = c["anchor/fp"], c["anchor/tf"]
     last = n - 1 - np.unique(url_fp[::-1], return_index=True)[1]  # latest row of each fp
@@ -261,6 +272,14 @@ def save(f: h5py.File, c: dict[str, np.ndarray], url_fp: np.ndarray,
     postings = Postings(term[first], doc[first], summed(c["postings/tf"], None, np.int32),
                         summed(c["postings/wtf"], None, np.float32),
                         summed(None, a_tf[hit], np.int32))
+    return postings, alength
+
+
+def save(f: h5py.File, c: dict[str, np.ndarray], postings: Postings, alength: np.ndarray,
+         weights: dict[str, float]) -> None:
+    """Write ``/search`` into the rank file ``f``: its segments' columns ``c``
+    (:func:`collect`) and what :func:`credited` made of them."""
+    n = len(alength)
     page_doc = c["pages/doc"]
     length, wlength = np.zeros(n, np.int32), np.zeros(n, np.float32)
     length[page_doc], wlength[page_doc] = c["pages/length"], c["pages/wlength"]
@@ -269,7 +288,8 @@ def save(f: h5py.File, c: dict[str, np.ndarray], url_fp: np.ndarray,
     write(f, postings, (c["pairs/hash"], c["pairs/doc"]), length, wlength, alength,
           titles.tolist(), weights)
     g = f[GROUP]
-    g["anchor/fp"], g["anchor/term"], g["anchor/tf"] = a_fp, c["anchor/term"], a_tf
+    g["anchor/fp"], g["anchor/term"], g["anchor/tf"] = (c["anchor/fp"], c["anchor/term"],
+                                                        c["anchor/tf"])
 
 
 def split(f: h5py.File, g: h5py.File) -> None:

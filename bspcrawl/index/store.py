@@ -25,9 +25,11 @@ from :data:`PAGES` and the counters (``scripts/gen_docs.py``).
 
 Root attributes: ``format`` ("bspcrawl-rank"), ``version``, ``rank``, ``ranks``,
 ``settings`` (JSON), ``started``, ``finished`` (Unix times) and ``complete`` (bool).
-Postings are kept as (term hash, doc, tf) triples (``bspcrawl.index.terms``; a segment
-stores the terms it adds, ``vocab`` and ``vocab_hash``); :meth:`close` sorts them into the
-CSR arrays.
+Postings are kept as (term hash, doc, tf) triples (``bspcrawl.index.terms``), once: a
+segment holds them in its ``search`` group (:class:`ranking.SearchBuffer`, with their
+tag-weighted tf), with the terms it adds (``vocab`` and ``vocab_hash``); :meth:`close` sorts
+them into the CSR arrays of ``/index`` and ``/search``. (Segments of a bspcrawl before the
+index for ranking hold them in ``postings/*``; :func:`ranking.collect` reads those too.)
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from bspcrawl.index import archive as archive_mod
 from bspcrawl.index import ranking
 from bspcrawl.index.archive import Archive
 from bspcrawl.index.simhash import simhash
-from bspcrawl.index.terms import TermCounts, term_hash
+from bspcrawl.index.terms import EMPTY, TermCounts, term_hash
 from bspcrawl.messages import FetchResult
 
 STR = h5py.string_dtype()
@@ -149,10 +151,6 @@ class RankStore:
         self.known = np.zeros(0, np.int64)
         self.recent: set[int] = set()
         self.new_terms: dict[int, bytes] = {}  # those not yet in a segment: hash -> term
-        self.batch_terms: list[np.ndarray] = []  # term hashes of the buffered pages
-        self.batch_tfs: list[np.ndarray] = []
-        self.batch_docs: list[int] = []  # doc ids of the buffered pages
-        self.batch_lens: list[int] = []  # and their number of distinct terms
         self.docs = self.pages_ok = self.errors = self.bytes = 0
         self.search = ranking.SearchBuffer(ranking.weights_of(settings))
         segment_dir(out, rank).mkdir(parents=True, exist_ok=True)
@@ -181,10 +179,13 @@ class RankStore:
 
     def commit(self, result: FetchResult, url_fp: int, redirect: str,
                link_fps: Sequence[int] | np.ndarray, terms: TermCounts, content_fp: int,
-               fingerprint: int | None = None) -> int:
+               fingerprint: int | None = None, title: str = "",
+               fields: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
+               pairs: np.ndarray = EMPTY.sequence) -> int:
         """Append one fetched page with its out-links and term counts; returns its doc id.
         ``content_fp``: xxh3-64 of its body (0: none); ``fingerprint``: the SimHash of
-        ``terms``, if computed already."""
+        ``terms``, if computed already; ``title``, ``fields`` and ``pairs``: for the index
+        for ranking (:meth:`ranking.SearchBuffer.add_page`), which holds the postings."""
         doc = self.docs
         self.docs += 1
         job, b = result.job, self.buffer
@@ -212,10 +213,7 @@ class RankStore:
                 fresh = terms.hashes[new].tolist()
                 self.recent.update(fresh)
                 self.new_terms.update(zip(fresh, terms.terms(new), strict=True))
-            self.batch_terms.append(terms.hashes)
-            self.batch_tfs.append(terms.tf)
-            self.batch_docs.append(doc)
-            self.batch_lens.append(len(terms))
+            self.search.add_page(doc, terms, title, fields or {}, pairs)
         self.bytes += 0 if result.revisit else len(result.body)
         if result.error:
             self.errors += 1
@@ -252,12 +250,6 @@ class RankStore:
                 pages.create_dataset(name, data=np.asarray(self.buffer[name], dtype=dtype))
             f["links/counts"] = np.asarray(self.link_counts, dtype=np.int32)
             f["links/targets"] = np.concatenate(self.link_buffer or [np.zeros(0, np.int64)])
-            terms = np.concatenate(self.batch_terms or [np.zeros(0, np.int64)])
-            by_term = np.argsort(terms, kind="stable")  # by term hash, then doc: the join
-            f["postings/term"] = terms[by_term]  # merges the segments' sorted runs
-            f["postings/doc"] = np.repeat(np.asarray(self.batch_docs, dtype=np.int32),
-                                          self.batch_lens)[by_term]
-            f["postings/tf"] = np.concatenate(self.batch_tfs or [np.zeros(0, np.int32)])[by_term]
             f.create_dataset("vocab", data=np.array(list(self.new_terms.values()),
                                                     dtype=object), dtype=VOCAB)
             f["vocab_hash"] = np.fromiter(self.new_terms, np.int64, len(self.new_terms))
@@ -276,7 +268,6 @@ class RankStore:
             column.clear()
         self.stats_buffer.clear()
         self.link_buffer, self.link_counts = [], []
-        self.batch_terms, self.batch_tfs, self.batch_docs, self.batch_lens = [], [], [], []
         self.search.clear()
 
     def carry(self, previous: Path, owns: Callable[[int], bool]) -> None:
@@ -300,8 +291,8 @@ def by_term(hashes: np.ndarray, term_hashes: np.ndarray) -> tuple[np.ndarray, np
     """The order of postings (their term ``hashes``, docs increasing) by term number (the
     index of the hash in ``term_hashes``), then doc; and each term's offset in that order.
 
-    Sorted by hash first (a stable sort: the segments come sorted, so it merges their
-    runs), then the blocks of one hash laid out in term order.
+    Sorted by hash first (a stable sort: the join's postings come sorted, one run), then
+    the blocks of one hash laid out in term order.
     """
     order = np.argsort(hashes, kind="stable")
     offsets = np.zeros(len(term_hashes) + 1, dtype=np.int64)
@@ -338,10 +329,6 @@ def join_segments(out: Path, rank: int, ranks: int, settings: dict, complete: bo
         counts = np.concatenate([p["links/counts"][:] for p in parts] + [np.zeros(0, np.int32)])
         targets = np.concatenate([p["links/targets"][:] for p in parts]
                                  + [np.zeros(0, np.int64)])
-        hashes, docs, tfs = (np.concatenate([p[f"postings/{k}"][:] for p in parts]
-                                            + [np.zeros(0, dtype)])
-                             for k, dtype in (("term", np.int64), ("doc", np.int32),
-                                              ("tf", np.int32)))
         vocab = [bytes(t) for p in parts for t in p["vocab"][:]]
         vocab_hash = np.concatenate([p["vocab_hash"][:] for p in parts]
                                     + [np.zeros(0, np.int64)])
@@ -353,6 +340,9 @@ def join_segments(out: Path, rank: int, ranks: int, settings: dict, complete: bo
         for p in parts:
             p.close()
     order_terms = sorted(range(len(vocab)), key=vocab.__getitem__)  # bytes order
+    postings, alength = ranking.credited(search, columns["url_fp"])
+    page = postings.tf > 0  # (not the postings of anchor text alone)
+    hashes, docs, tfs = postings.term[page], postings.doc[page], postings.tf[page]
     order, offsets = by_term(hashes, vocab_hash[order_terms])
 
     def fill(f: h5py.File) -> None:
@@ -370,7 +360,7 @@ def join_segments(out: Path, rank: int, ranks: int, settings: dict, complete: bo
         f["index/tf"] = tfs[order]
         f.create_dataset("stats", data=stats, maxshape=(None,))
         archive_mod.save(f, *kept)
-        ranking.save(f, search, columns["url_fp"], ranking.weights_of(settings))
+        ranking.save(f, search, postings, alength, ranking.weights_of(settings))
 
     path = rank_path(out, rank)
     write_atomically(path, fill)
@@ -388,15 +378,16 @@ def split_rank_file(out: Path, rank: int, superstep: int) -> None:
         counts = np.diff(f["links/offsets"][:]).astype(np.int32)
         terms = [t.encode() for t in f["index/terms"].asstr()[:]]
         term_hashes = np.array([term_hash(t) for t in terms], dtype=np.int64)
-        term_ids = np.repeat(np.arange(len(terms)), np.diff(f["index/offsets"][:]))
         ok = answered_ok(pages["status"], pages["revisit"]).sum()
 
         def fill(g: h5py.File) -> None:
             for name, dtype in PAGE_FIELDS.items():
                 g.create_dataset(f"pages/{name}", data=pages[name], dtype=dtype)
             g["links/counts"], g["links/targets"] = counts, f["links/targets"][:]
-            g["postings/term"], g["postings/tf"] = term_hashes[term_ids], f["index/tf"][:]
-            g["postings/doc"] = f["index/docs"][:].astype(np.int32)
+            if ranking.GROUP not in f:  # (an older bspcrawl's: ranking.collect reads these)
+                term_ids = np.repeat(np.arange(len(terms)), np.diff(f["index/offsets"][:]))
+                g["postings/term"], g["postings/tf"] = term_hashes[term_ids], f["index/tf"][:]
+                g["postings/doc"] = f["index/docs"][:].astype(np.int32)
             g.create_dataset("vocab", data=np.array(terms, dtype=object), dtype=VOCAB)
             g["vocab_hash"] = term_hashes
             g.create_dataset("stats", data=f["stats"][:])
