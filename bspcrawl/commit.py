@@ -101,8 +101,7 @@ class Committer:
     def prepare(self, result: FetchResult) -> None:
         """Have the pool analyse *result*'s page now, if it is an HTML page fetched."""
         if self.pool is not None and _fetched_page(result):
-            self.pool.submit(result, result.body, result.job.url,
-                             charset(result.content_type), self._indexed(result)[1])
+            self.pool.submit(result, *self._input(result))
 
     def analyse_ahead(self, results: Sequence[FetchResult]) -> None:
         """Analyse the pages of *results* (the next ones to commit, in order) that no
@@ -114,8 +113,7 @@ class Committer:
         pages = [r for r in results if _fetched_page(r)]
 
         def here(those: list[FetchResult]) -> list[Analysis | None]:
-            return analyse_many([(r.body, r.job.url, charset(r.content_type),
-                                  self._indexed(r)[1]) for r in those], self.cache, self.keys)
+            return analyse_many([self._input(r) for r in those], self.cache, self.keys)
 
         made = here(pages) if self.pool is None else self.pool.claim(pages, here)
         for result, analysis in zip(pages, made, strict=True):
@@ -158,6 +156,12 @@ class Committer:
         header = header_directives(result.headers.get("x-robots-tag", ""), self.agent_token)
         return ("nofollow" not in header and "none" not in header,
                 "noindex" not in header and "none" not in header)
+
+    def _input(self, result: FetchResult) -> tuple[bytes, str, str | None, bool]:
+        """What the analysis of *result*'s page takes: body, URL, charset, and whether to
+        count its terms."""
+        return (result.body, result.job.url, charset(result.content_type),
+                self._indexed(result)[1])
 
     def _analysis(self, result: FetchResult, index: bool) -> Analysis:
         """The analysis of *result*'s page: made ahead, the pool's, else made here."""
