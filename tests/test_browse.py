@@ -11,12 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from bspcrawl.browse import pages
 from bspcrawl.browse.rewrite import rewrite_html
 from bspcrawl.browse.server import BrowseApp, make_server
 from bspcrawl.browse.status import StatusBoard
-from bspcrawl.browse.view import CrawlView
+from bspcrawl.browse.view import Capture, CrawlView
 from bspcrawl.index import inspect
 from bspcrawl.index.cdxj import timestamp14
+from bspcrawl.index.history import Version
 from bspcrawl.testweb import free_port
 from tests.archives import crawl_with_history
 from tests.crawling import ENV, PY, UNPACED, serve
@@ -92,6 +94,22 @@ def test_versions_diff_search_and_stats(app):
     status, _, page = get(f"{base}/stats")
     assert status == 200 and page.count('<svg class="chart"') == 4
     assert "pages per second" in page and "rank 0" in page
+
+
+def test_a_timestamp_names_its_own_version_and_one_second_holds_two():
+    """A capture's own 14-digit timestamp picks it, though another is nearer its second's
+    start; two captures of one second are told apart in the diff form by exact time."""
+    url, start = "http://127.1.0.1/x", inspect.parse_time("20261126202018")
+    captures = [Capture(url, t, timestamp14(t), 200, Version(1, t, 200, i), None)
+                for i, t in enumerate((start + 0.95, start + 1.9, start + 1.95))]
+    first, second, third = captures
+    assert second.ts == third.ts != first.ts
+    assert CrawlView.nearest(captures, second.ts, inspect.parse_time(second.ts)) is second
+    assert CrawlView.nearest(captures, first.ts, start) is first
+    assert CrawlView.nearest(captures, "20261126202017", start - 1) is first  # none own it
+    values = re.findall(r'<option value="([^"]+)"', pages.versions(url, captures))[:3]
+    assert values == [first.ts, f"@{second.time!r}", f"@{third.time!r}"]
+    assert [CrawlView.nearest(captures, v, inspect.parse_time(v)) for v in values] == captures
 
 
 def test_redirects_unknown_urls_and_paths_outside_the_crawl(app):

@@ -6,6 +6,7 @@ Every function returns a whole page (``str``); every value from the crawl is esc
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 from datetime import UTC, datetime
 from html import escape
 
@@ -117,9 +118,12 @@ def versions(url: str, captures: list[Capture]) -> str:
         parts.append(f'<li class="version"><a href="{escape(archive_url(c.ts, url))}">'
                      f"{when(c.time)}</a> status {c.status}"
                      f"{'' if c.path else ' (no body kept)'}</li>")
-    def options(selected: int) -> str:
-        return "".join(f'<option value="{c.ts}"{" selected" * (i == selected)}>'
-                       f"{when(c.time)}</option>" for i, c in enumerate(captures))
+    seconds = Counter(c.ts for c in captures)
+
+    def options(selected: int) -> str:  # (two versions of one second: by their exact time)
+        return "".join(f'<option value="{c.ts if seconds[c.ts] == 1 else f"@{c.time!r}"}"'
+                       f'{" selected" * (i == selected)}>{when(c.time)}</option>'
+                       for i, c in enumerate(captures))
 
     compare = "" if len(captures) < 2 else (
         f'<form action="/diff" method="get"><input type="hidden" name="url" '

@@ -130,7 +130,7 @@ class BrowseApp:
         except OutputError:
             return not_found(f"{ts}: not a timestamp")
         captures = self.view.captures(url)
-        pick = self.view.nearest(captures, t)
+        pick = self.view.nearest(captures, ts, t)
         if pick is None:
             return not_found(f"{url} is not in this crawl's archive")
         return captures, pick

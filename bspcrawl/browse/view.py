@@ -77,8 +77,14 @@ class CrawlView:
                 for v, path in found]
 
     @staticmethod
-    def nearest(captures: list[Capture], t: float) -> Capture | None:
-        """The capture nearest to ``t`` (a tie goes to the earlier one: ``inspect``'s)."""
+    def nearest(captures: list[Capture], ts: str, t: float) -> Capture | None:
+        """The capture a ``/web/`` timestamp ``ts`` (Unix time ``t``) names: the first of
+        those whose own 14-digit timestamp it is, else the one nearest ``t`` (a tie goes
+        to the earlier one: ``inspect``'s). (By time alone, a capture at 19.9 s would lose
+        its own "...19" to one at 18.95 s.)"""
+        own = next((c for c in captures if c.ts == ts), None)
+        if own is not None:
+            return own
         pick = inspect.nearest([(c.version, c.path) for c in captures], t)
         return None if pick is None else next(c for c in captures if c.version is pick[0])
 
