@@ -787,5 +787,6 @@ if __name__ == "__main__":  # the module's own name, so answers unpickle in the 
     from bspcrawl.analysis import main as helper_main
 
     helper_main(sys.argv[1:])
+    sys.stdout.flush()  # (a stray print, which goes to stderr: os._exit flushes nothing)
     sys.stderr.flush()
     os._exit(0)  # (no teardown of its caches and modules: ~30 ms a helper at a crawl's end)
