@@ -120,10 +120,12 @@ def versions(url: str, captures: list[Capture]) -> str:
                      f"{'' if c.path else ' (no body kept)'}</li>")
     seconds = Counter(c.ts for c in captures)
 
-    def options(selected: int) -> str:  # (two versions of one second: by their exact time)
-        return "".join(f'<option value="{c.ts if seconds[c.ts] == 1 else f"@{c.time!r}"}"'
-                       f'{" selected" * (i == selected)}>{when(c.time)}</option>'
-                       for i, c in enumerate(captures))
+    def value(c: Capture) -> str:  # (two versions of one second: by their exact time)
+        return c.ts if seconds[c.ts] == 1 else f"@{c.time!r}"
+
+    def options(selected: int) -> str:
+        return "".join(f'<option value="{value(c)}"{" selected" * (i == selected)}>'
+                       f"{when(c.time)}</option>" for i, c in enumerate(captures))
 
     compare = "" if len(captures) < 2 else (
         f'<form action="/diff" method="get"><input type="hidden" name="url" '
