@@ -1,13 +1,13 @@
 """The backlog: the URLs waiting in a rank's frontier, as records in append-only segment
-logs, one log per priority, in RAM up to a budget and on disk past it (issue 16, part 2).
+logs, one per priority, in RAM up to a budget and on disk past it.
 
-The CBT of Marin et al. (2008) orders the URLs a rank has to fetch; held whole it cost
-about 400 bytes per waiting URL here (its buckets and id table, a ``Link`` object and its
+The CBT of Marin et al. (2008) orders the URLs a rank has to fetch; held whole it costs
+hundreds of bytes per waiting URL (its buckets and id table, a ``Link`` object and its
 URL string in a dict). IRLbot and BUbiNG keep their frontiers on disk in files read back
 in order. Here every URL a rank accepts becomes a *record* (:func:`record`: fingerprint,
 depth, hops, URL) appended to the log of its priority (``-depth``), and the CBT holds only
-the first records of each log (:class:`Queue`): a log is a FIFO, so its head is the best
-of its records, and the CBT merges the heads (``frontier.py``). The RAM a waiting URL
+the first records of each log: a log is a FIFO, so its head is the best of its records,
+and the CBT merges the heads (``queue.py``). The RAM a waiting URL
 costs is its record, while it is in a log's *tail*; past ``memory`` bytes of tails over
 all logs the largest tails are appended to their segment files, and records are read back
 a chunk at a time when they reach the head. So a rank's RAM for its waiting URLs is
@@ -17,13 +17,13 @@ A log is cut into segments of :data:`SEGMENT_BYTES`, files ``DIR/frontier/rank-N
 {name}-SSSSSSSS.seg``. A segment is written once, in order, then only read; a segment read
 whole (or a log read to its end) is deleted unless a checkpoint still refers to it
 (``pinned``, see ``checkpoint.py``). A checkpoint writes each tail to its file, fsyncs
-them, and names for each log its segments and read position (:meth:`Backlog.marks`): what
+them, and names for each log its segments and read position (:meth:`Backlog.state`): what
 changed since the last checkpoint is what was appended since, and nothing is copied again.
 A resume with the same ranks adopts the logs in place, cutting off what was appended
 after the checkpoint (:meth:`Backlog.adopt`).
 
 Record layout, little-endian: int64 fingerprint, int32 depth, int32 hops, uint32 URL
-length, then the URL's UTF-8 bytes (30-byte URLs: 50 bytes a record).
+length, then the URL's UTF-8 bytes.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import struct
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -54,6 +55,40 @@ def parse(data: bytes | bytearray | memoryview, at: int = 0) -> tuple[int, Link,
     fp, depth, hops, n = HEADER.unpack_from(data, at)
     start = at + HEADER.size
     return fp, Link(bytes(data[start:start + n]).decode(), depth, hops), start + n
+
+
+def parse_all(data: bytes) -> Iterator[tuple[int, Link]]:
+    """The (fingerprint, link) of each record of ``data``."""
+    at = 0
+    while at < len(data):
+        fp, link, at = parse(data, at)
+        yield fp, link
+
+
+@dataclass
+class BacklogState:
+    """The backlog's logs at a checkpoint, one row per priority (int64 but ``prio``):
+    the log's number, the read position (segment, offset), the records past it, the last
+    segment and its size on disk."""
+
+    prio: np.ndarray  # float64
+    log: np.ndarray
+    seg: np.ndarray
+    pos: np.ndarray
+    count: np.ndarray
+    last: np.ndarray
+    size: np.ndarray
+
+    def files(self) -> set[str]:
+        """The names of the segment files the state refers to (each holds data)."""
+        return {segment_name(n, s) for n, seg, last, size in zip(
+            self.log.tolist(), self.seg.tolist(), self.last.tolist(), self.size.tolist(),
+            strict=True) for s in range(seg, last + (size > 0))}
+
+
+def segment_name(log: int, seg: int) -> str:
+    """The file name of segment ``seg`` of log number ``log``."""
+    return f"q{log:04d}-{seg:08d}.seg"
 
 
 class Log:
@@ -172,10 +207,10 @@ class Backlog:
     priority, on disk in ``directory`` past ``memory`` bytes of tails.
 
     API: :meth:`put` records of a priority, :meth:`take` its next ones, :meth:`waiting`
-    per priority, ``len()``; for checkpoints :meth:`marks` (flush and name the logs),
-    :meth:`adopt` them on resume, :func:`replay` another rank's, :meth:`pin` what kept
-    checkpoints refer to and :meth:`collect` the rest. Without a directory nothing spills
-    and there are no checkpoints.
+    per priority, ``len()``; for checkpoints :meth:`state` (flush and name the logs),
+    :meth:`adopt` them on resume, :func:`replay` another rank's; :meth:`live` names the
+    files still read. ``pinned`` (set by ``checkpoint.py``) names the files kept
+    checkpoints refer to. Without a directory nothing spills and there are no checkpoints.
 
     Invariants (:meth:`_check`): a queue's ``count`` is the number of records from its
     read position to its log's end; the tails hold at most ``memory`` bytes after every
@@ -242,9 +277,8 @@ class Backlog:
             for fp, link in _peek(q):
                 yield prio, fp, link
 
-    def marks(self) -> dict[str, np.ndarray]:
-        """Write every tail to its file and fsync them; each queue's priority, log number,
-        read position, records and last segment's size, as checkpoint columns."""
+    def state(self) -> BacklogState:
+        """Write every tail to its file and fsync them; name the logs."""
         if self.dir is None:
             raise RuntimeError("a backlog without a directory cannot be checkpointed")
         qs = list(self.queues.items())
@@ -253,20 +287,19 @@ class Backlog:
             q.log.spill(sync=True)
         sync_dir(self.dir)
         col = lambda f: np.array([f(q) for _, q in qs], np.int64)  # noqa: E731
-        return {"backlog_prio": np.array([p for p, _ in qs], np.float64),
-                "backlog_log": np.array([self.logs[p] for p, _ in qs], np.int64),
-                "backlog_seg": col(lambda q: q.seg), "backlog_pos": col(lambda q: q.pos),
-                "backlog_count": col(lambda q: q.count),
-                "backlog_last": col(lambda q: q.log.last),
-                "backlog_size": col(lambda q: q.log.written)}
+        return BacklogState(np.array([p for p, _ in qs], np.float64),
+                            np.array([self.logs[p] for p, _ in qs], np.int64),
+                            col(lambda q: q.seg), col(lambda q: q.pos),
+                            col(lambda q: q.count), col(lambda q: q.log.last),
+                            col(lambda q: q.log.written))
 
-    def adopt(self, marks: dict[str, np.ndarray]) -> None:
-        """Take over the logs :meth:`marks` named (a resume on the same rank): what was
-        appended after them is cut off; files of segments read whole are kept for
-        :meth:`collect` (an earlier checkpoint may need them)."""
+    def adopt(self, state: BacklogState) -> None:
+        """Take over the logs a state named (a resume on the same rank): what was
+        appended after them is cut off; files of segments read whole are left for the
+        checkpoints' retention (an earlier checkpoint may need them)."""
         assert self.dir is not None and not self.queues
         names = {}
-        for q in _queues(self.dir, marks):
+        for q in _queues(self.dir, state):
             self.queues[q.prio] = q
             names[q.log.name] = q.log.last
             path = q.log.path(q.log.last)
@@ -277,21 +310,11 @@ class Backlog:
             if name not in names or int(seg) > names[name]:
                 path.unlink()  # appended after the checkpoint
         self.logs.update({float(p): int(n) for p, n in zip(
-            marks["backlog_prio"].tolist(), marks["backlog_log"].tolist(), strict=True)})
+            state.prio.tolist(), state.log.tolist(), strict=True)})
 
-    def pin(self, names: set[str]) -> None:
-        """The files kept checkpoints refer to (:func:`files_of`): never deleted."""
-        self.pinned = set(names)
-
-    def collect(self) -> None:
-        """Delete the segment files neither read any more nor pinned."""
-        if self.dir is None or not self.dir.exists():
-            return
-        keep = self.pinned | {q.log.path(s).name for q in self.queues.values()
-                              for s in q.segments()}
-        for path in self.dir.glob("q*.seg"):
-            if path.name not in keep:
-                path.unlink()
+    def live(self) -> set[str]:
+        """The names of the segment files still to be read."""
+        return {q.log.path(s).name for q in self.queues.values() for s in q.segments()}
 
     def _check(self) -> None:
         """Assert the invariants of the class docstring (tests call it)."""
@@ -311,10 +334,10 @@ class _Queue(Queue):
         self.prio = prio
 
 
-def _queues(directory: Path, marks: dict[str, np.ndarray]) -> list[_Queue]:
-    """The queues named by :meth:`Backlog.marks`, over the logs in ``directory``."""
+def _queues(directory: Path, state: BacklogState) -> list[_Queue]:
+    """The queues a state names, over the logs in ``directory``."""
     out = []
-    for prio, n, seg, pos, count, last, size in zip(*(marks[f"backlog_{k}"].tolist() for k in (
+    for prio, n, seg, pos, count, last, size in zip(*(getattr(state, k).tolist() for k in (
             "prio", "log", "seg", "pos", "count", "last", "size")), strict=True):
         log = Log(directory, f"q{n:04d}", last, size)
         log.sealed = {s: log.path(s).stat().st_size for s in range(seg, last)}
@@ -331,19 +354,12 @@ def _peek(q: Queue) -> Iterator[tuple[int, Link]]:
         yield from copy.take(CHUNK, set())
 
 
-def replay(directory: Path, marks: dict[str, np.ndarray]) -> Iterator[tuple[float, int, Link]]:
+def replay(directory: Path, state: BacklogState) -> Iterator[tuple[float, int, Link]]:
     """Every record waiting in another rank's logs at a checkpoint (a resume on another
     number of ranks), as (priority, fingerprint, link); its files are only read."""
-    for q in _queues(directory, marks):
+    for q in _queues(directory, state):
         for fp, link in _peek(q):
             yield q.prio, fp, link
-
-
-def files_of(marks: dict[str, np.ndarray]) -> set[str]:
-    """The names of the segment files a checkpoint's marks refer to (each holds data)."""
-    return {f"q{n:04d}-{s:08d}.seg" for n, seg, last, size in zip(
-        *(marks[f"backlog_{k}"].tolist() for k in ("log", "seg", "last", "size")),
-        strict=True) for s in range(seg, last + (size > 0))}
 
 
 def next_segment(directory: Path | None, pattern: str) -> int:

@@ -21,10 +21,23 @@ rank takes the same decisions for the same P.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from bspcrawl.urls import domain_hash, host_key
+
+
+@dataclass
+class BudgetsState:
+    """The budgets in a checkpoint: URLs taken per host key, and per domain hash as this
+    rank sees them with the part it has not told yet."""
+
+    host: np.ndarray  # str
+    host_n: np.ndarray  # int64
+    domain: np.ndarray  # int64
+    domain_n: np.ndarray  # int64
+    domain_new: np.ndarray  # int64
 
 
 class Budgets:
@@ -78,35 +91,30 @@ class Budgets:
         for d, n in pairs.reshape(-1, 2).tolist():
             domains[d] = domains.get(d, 0) + n
 
-    def snapshot(self) -> dict[str, np.ndarray]:
-        """The counts as checkpoint columns: hosts', and domains' as this rank sees them
-        (its own untold counts as such, so that they are told after a resume)."""
-        new = self.new
-        return {"taken_host": np.array(list(self.hosts), dtype=object),
-                "taken_n": np.fromiter(self.hosts.values(), np.int64, len(self.hosts)),
-                "domain_hash": np.fromiter(self.domains, np.int64, len(self.domains)),
-                "domain_n": np.fromiter(self.domains.values(), np.int64, len(self.domains)),
-                "domain_new": np.array([new.get(d, 0) for d in self.domains], np.int64)}
+    def state(self) -> BudgetsState:
+        """The counts as a checkpoint holds them: hosts', and domains' as this rank sees
+        them (its own untold counts as such, so that they are told after a resume)."""
+        return BudgetsState(
+            np.array(list(self.hosts), dtype=object),
+            np.fromiter(self.hosts.values(), np.int64, len(self.hosts)),
+            np.fromiter(self.domains, np.int64, len(self.domains)),
+            np.fromiter(self.domains.values(), np.int64, len(self.domains)),
+            np.array([self.new.get(d, 0) for d in self.domains], np.int64))
 
-    def restore(self, states: list[dict[str, np.ndarray]],
-                owns: Callable[[str], bool]) -> None:
+    def restore(self, states: list[BudgetsState], owns: Callable[[str], bool]) -> None:
         """Take the host counts of the hosts this rank ``owns`` from checkpoint
         ``states``: this rank's own, or with another P every old rank's. Domain counts:
         what was told, the same in every state, plus the untold counts of the states
         given; those stay untold with the same P, and with another P they count as told
-        (every new rank has them all). Checkpoints older than the budgets have none: the
-        counts start over."""
+        (every new rank has them all)."""
         told: dict[int, int] = {}
         untold: dict[int, int] = {}
         for st in states:
-            if "taken_host" not in st:
-                continue
-            for key, n in zip(st["taken_host"].astype(str).tolist(), st["taken_n"].tolist(),
-                              strict=True):
+            for key, n in zip(st.host.tolist(), st.host_n.tolist(), strict=True):
                 if owns(key):
                     self.hosts[key] = n
-            for d, n, new in zip(st["domain_hash"].tolist(), st["domain_n"].tolist(),
-                                 st["domain_new"].tolist(), strict=True):
+            for d, n, new in zip(st.domain.tolist(), st.domain_n.tolist(),
+                                 st.domain_new.tolist(), strict=True):
                 told[d] = n - new
                 untold[d] = untold.get(d, 0) + new
         for d, n in told.items():

@@ -208,7 +208,7 @@ def _crawl(args: argparse.Namespace, out: Path,
         if at is not None:
             superstep, ranks = at
             wanted = [comm.Get_rank()] if ranks == comm.Get_size() else range(ranks)
-            states = [checkpoint.read(out, r, superstep) if r in wanted else ({}, {})
+            states = [checkpoint.read(out, r, superstep) if r in wanted else (None, {})
                       for r in range(ranks)]
             resume = Resume(superstep, states)
         progress = Progress(args.progress, s.log_interval) if comm.Get_rank() == 0 else None

@@ -1,18 +1,18 @@
 """The seen set's journal: every fingerprint a rank accepts, appended to segment files, so
-that a checkpoint writes the seen set whole only now and then (issue 16, part 4).
+that a checkpoint writes the seen set whole only now and then.
 
 A *full* checkpoint writes the seen set as one sorted array (8 bytes per URL) and the
 journal's end, its *base mark*; an *incremental* one writes only the journal's end: the
 keys accepted since the full one are the journal between the two marks, already on disk
 but for the last tail (fsynced at the checkpoint). A resume reads the full checkpoint's
-array and the journal between the marks (:func:`read`). Files are ``seen-SSSSSSSS.seg``
+array and the journal between the marks (:func:`read`); a resumed rank appends to new
+segments after the existing ones. Files are ``seen-SSSSSSSS.seg``
 beside the backlog's (``backlog.py``, whose :class:`~bspcrawl.backlog.Log` this is):
 int64 keys, little-endian.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -51,28 +51,6 @@ class Journal:
         """Start a new segment after every file in the directory (see
         :meth:`~bspcrawl.backlog.Backlog.start_after_existing`)."""
         self.log.last = next_segment(self.log.dir, f"{NAME}-*.seg")
-
-    def adopt(self, mark: Mark) -> None:
-        """Go on from ``mark`` (a resume on the same rank): what was appended after it is
-        cut off."""
-        assert self.log.dir is not None
-        self.log.last, self.log.written = mark
-        self.log.tail = bytearray()
-        for path in self.log.dir.glob(f"{NAME}-*.seg"):
-            seg = int(path.stem.split("-")[1])
-            if seg > mark[0]:
-                path.unlink()
-            elif seg == mark[0]:
-                os.truncate(path, mark[1])
-
-    def collect(self, keep: Mark) -> None:
-        """Delete the segments wholly before ``keep`` (the oldest base mark a kept
-        checkpoint needs)."""
-        if self.log.dir is None:
-            return
-        for path in self.log.dir.glob(f"{NAME}-*.seg"):
-            if int(path.stem.split("-")[1]) < keep[0]:
-                path.unlink()
 
 
 def files_of(start: Mark, stop: Mark) -> set[str]:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -53,7 +54,7 @@ class Directory:
 
     API: :meth:`assign` hosts (in any order: they are sorted), :meth:`owner` of a URL
     (None if its host is not assigned yet), :meth:`bucket` links into outboxes,
-    :meth:`snapshot` / :meth:`restore` (also onto another number of ranks).
+    :meth:`state` / :meth:`from_state` (also onto another number of ranks).
 
     With ``max_domain_hosts``, a registered domain gets at most that many hosts: the
     next ones are *refused* (owner :data:`REFUSED`), and links to them are dropped by
@@ -130,26 +131,30 @@ class Directory:
                 boxes[rank].append(link)
         return boxes, held, refused
 
-    def snapshot(self) -> dict[str, np.ndarray]:
-        """The host hashes in the order they were assigned and their domains' (int64),
-        for a checkpoint."""
-        hosts = np.fromiter(self.owners, np.int64, len(self.owners))
-        return {"directory": hosts, "directory_domain": np.array(self.host_domains, np.int64)}
+    def state(self) -> DirectoryState:
+        """The directory as a checkpoint holds it."""
+        return DirectoryState(np.fromiter(self.owners, np.int64, len(self.owners)),
+                              np.array(self.host_domains, np.int64))
 
     @classmethod
-    def restore(cls, arrays: dict[str, np.ndarray], size: int,
-                max_domain_hosts: int = 0, deal: int = DEAL) -> Directory:
-        """The directory of :meth:`snapshot`'s hosts dealt again to ``size`` ranks, in the
-        same order (the same owners when ``size`` and the cap are unchanged); the hashed
-        ones are hashed again. A checkpoint without domains (older than the cap) counts
-        each host as its own domain."""
+    def from_state(cls, state: DirectoryState, size: int, max_domain_hosts: int = 0,
+                   deal: int = DEAL) -> Directory:
+        """The directory of a state's hosts dealt again to ``size`` ranks, in the same
+        order (the same owners when ``size`` and the cap are unchanged); the hashed ones
+        are hashed again."""
         directory = cls(size, max_domain_hosts, deal)
-        hosts = arrays["directory"].tolist()
-        domains = arrays["directory_domain"].tolist() if "directory_domain" in arrays \
-            else hosts
-        for pair in zip(hosts, domains, strict=True):
+        for pair in zip(state.host.tolist(), state.domain.tolist(), strict=True):
             directory.assign([pair])
         return directory
+
+
+@dataclass
+class DirectoryState:
+    """The directory in a checkpoint: the host hashes dealt, in the order they were
+    assigned, and their registered domains' hashes."""
+
+    host: np.ndarray  # int64
+    domain: np.ndarray  # int64
 
 
 REFUSED = -1
@@ -190,23 +195,25 @@ def read_notices(values: np.ndarray, found: np.ndarray, rank: int
     return hosts, np.concatenate(news)
 
 
-def links_to_arrays(links: list[Link], prefix: str = "") -> dict[str, np.ndarray]:
-    """Links as checkpoint columns: ``{prefix}url`` and ``{prefix}anchor`` (str),
-    ``{prefix}depth`` and ``{prefix}hops`` (int32)."""
-    return {f"{prefix}url": np.array([x.url for x in links], dtype=object),
-            f"{prefix}depth": np.array([x.depth for x in links], dtype=np.int32),
-            f"{prefix}hops": np.array([x.hops for x in links], dtype=np.int32),
-            f"{prefix}anchor": np.array([x.anchor for x in links], dtype=object)}
+@dataclass
+class LinkColumns:
+    """Links in a checkpoint, as columns."""
 
+    url: np.ndarray  # str
+    depth: np.ndarray  # int32
+    hops: np.ndarray  # int32
+    anchor: np.ndarray  # str
 
-def links_from_arrays(arrays: dict[str, np.ndarray], prefix: str = "") -> list[Link]:
-    """Inverse of :func:`links_to_arrays` (a checkpoint older than anchor text has none)."""
-    urls = arrays[f"{prefix}url"].astype(str).tolist()
-    anchors = arrays[f"{prefix}anchor"].astype(str).tolist() \
-        if f"{prefix}anchor" in arrays else [""] * len(urls)
-    return [Link(u, d, h, a) for u, d, h, a in zip(
-        urls, arrays[f"{prefix}depth"].tolist(), arrays[f"{prefix}hops"].tolist(), anchors,
-        strict=True)]
+    @classmethod
+    def of(cls, links: list[Link]) -> LinkColumns:
+        return cls(np.array([x.url for x in links], dtype=object),
+                   np.array([x.depth for x in links], dtype=np.int32),
+                   np.array([x.hops for x in links], dtype=np.int32),
+                   np.array([x.anchor for x in links], dtype=object))
+
+    def links(self) -> list[Link]:
+        return [Link(*x) for x in zip(self.url.tolist(), self.depth.tolist(),
+                                      self.hops.tolist(), self.anchor.tolist(), strict=True)]
 
 
 def encode(links: list[Link]) -> bytes:

@@ -46,9 +46,8 @@ from bspcrawl.index.window import Window
 from bspcrawl.messages import Link
 from bspcrawl.partition import (
     Directory,
+    LinkColumns,
     host_pair,
-    links_from_arrays,
-    links_to_arrays,
     notice,
     pack,
     read_notices,
@@ -90,22 +89,7 @@ class Resume:
     state (arrays, attributes) as written by the crawl that stopped."""
 
     superstep: int
-    states: list[tuple[dict[str, np.ndarray], dict]]
-
-
-@dataclass
-class Kept:
-    """What a kept checkpoint needs of a rank: its base (the full checkpoint it builds on),
-    the backlog and journal files it names, and its journal base mark."""
-
-    base: int
-    files: set[str]
-    journal_base: tuple[int, int]
-
-    @classmethod
-    def of(cls, frontier: Frontier, arrays: dict[str, np.ndarray], base: int) -> Kept:
-        """The needs of the checkpoint whose frontier columns are ``arrays``."""
-        return cls(base, frontier.files(arrays), tuple(arrays["journal_base"].tolist()))
+    states: list[tuple[checkpoint.RankState, dict]]
 
 
 @dataclass
@@ -147,8 +131,7 @@ class Crawl:
         self.inbox = self.directory.bucket([Link(u) for u in seeds])[0][self.rank]
         self.held: list[Link] = []  # links to hosts not dealt yet, sent next superstep
         self.superstep = 0
-        self.last_checkpoint: int | None = None
-        self.kept: dict[int, Kept] = {}  # the checkpoints kept (the last two complete)
+        self.retention = checkpoint.Retention(out, self.rank, self.frontier.queue.backlog)
         self.stop_requested = ""
         self.node_ranks = 1  # the ranks on this machine (run() asks MPI)
         self.others_free = False  # another rank had nothing to do at the last sync
@@ -295,13 +278,11 @@ class Crawl:
         marks the checkpoint complete once every rank has written it."""
         self._fault(k, "before")
         self.store.seal(k)
-        arrays = self.frontier.snapshot(self.scheduler.unfinished(), full=None)
-        last = self.kept.get(self.last_checkpoint)  # type: ignore[arg-type]
-        base = k if "seen" in arrays or last is None else last.base
-        arrays.update(links_to_arrays(self.inbox, "inbox_"))
-        arrays.update(links_to_arrays(self.held, "held_"))
-        arrays.update(self.directory.snapshot())
-        checkpoint.write(self.out, self.rank, k, arrays, {
+        frontier = self.frontier.state(self.scheduler.unfinished(), full=None)
+        base = self.retention.base_of(k, frontier)
+        state = checkpoint.RankState(frontier, self.directory.state(),
+                                     LinkColumns.of(self.inbox), LinkColumns.of(self.held))
+        checkpoint.write(self.out, self.rank, k, state, {
             "next_seq": self.window.next_seq, "counters": self.stats.totals(), "base": base})
         self._fault(k, "during")
         bsp.barrier(self.comm)
@@ -309,41 +290,27 @@ class Crawl:
             checkpoint.mark_complete(self.out, k, self.size, {
                 "settings": self.settings.to_dict(), "seeds": self.seeds})
         bsp.barrier(self.comm)
-        self.kept = {step: kept for step, kept in self.kept.items()
-                     if step == self.last_checkpoint}
-        self.kept[k] = Kept.of(self.frontier, arrays, base)
-        self._keep()
-        self.last_checkpoint = k
+        self.retention.completed(k, frontier, base)
         self._fault(k, "after")
-
-    def _keep(self) -> None:
-        """Delete the checkpoint files, backlog segments and journal segments that the
-        kept checkpoints (the last two complete ones) do not need."""
-        kept = self.kept.values()
-        checkpoint.prune(self.out, self.rank, {*self.kept, *(x.base for x in kept)})
-        self.frontier.pin(set().union(*(x.files for x in kept)),
-                          min(x.journal_base for x in kept))
 
     def _restore(self, resume: Resume) -> None:
         """Continue from a checkpoint; with another P, take this rank's share of them all."""
         same = len(resume.states) == self.size
         mine = [resume.states[self.rank]] if same else resume.states
-        arrays = [a for a, _ in mine]
-        self.directory = Directory.restore(arrays[0], self.size,
-                                           self.settings.crawl_max_domain_hosts,
-                                           self.settings.crawl_deal_hosts)
+        states = [st for st, _ in mine]
+        self.directory = Directory.from_state(states[0].directory, self.size,
+                                              self.settings.crawl_max_domain_hosts,
+                                              self.settings.crawl_deal_hosts)
         ranks = [self.rank] if same else range(len(resume.states))
-        self.frontier.restore(arrays, self.rank, self.directory,
+        self.frontier.restore([st.frontier for st in states],
+                              lambda key: self.directory.rank_of(key) == self.rank,
                               [checkpoint.frontier_dir(self.out, r) for r in ranks])
-        if self.rank < len(resume.states) and "journal_end" in resume.states[self.rank][0]:
+        if self.rank < len(resume.states):
             own, attrs = resume.states[self.rank]
-            kept = Kept.of(self.frontier, own, attrs.get("base", resume.superstep))
-            self.kept = {resume.superstep: kept}
-            self.frontier.backlog.pin(kept.files)  # a kill before the next checkpoint
-            # resumes from this one again
+            self.retention.resumed(resume.superstep, own.frontier, attrs["base"])
         self.inbox = []
         for name in ("inbox", "held"):  # with another P, held links go to their owners
-            links = [x for a in arrays for x in links_from_arrays(a, f"{name}_")]
+            links = [x for st in states for x in getattr(st, name).links()]
             if name == "held" and same:
                 self.held = links
             else:
@@ -356,8 +323,7 @@ class Crawl:
             self.orphans = [RankStore(self.out, r, self.size, self.settings.to_dict(), 1,
                                       resume_at=resume.superstep)
                             for r in range(self.size, len(resume.states))]
-        self.superstep = self.last_checkpoint = resume.superstep
-        self.superstep += 1
+        self.superstep = resume.superstep + 1
 
     def _fault(self, k: int, point: str) -> None:
         """Fault injection for the tests: BSPCRAWL_FAULT=rank:superstep:point (point:

@@ -6,7 +6,7 @@ import time
 from bspcrawl import checkpoint
 from bspcrawl.frontier import Frontier
 from bspcrawl.messages import FetchResult, Link
-from bspcrawl.partition import Directory, host_pair
+from bspcrawl.partition import Directory, LinkColumns
 from bspcrawl.settings import Settings
 from bspcrawl.urls import TRACKING_PARAMS, strip_params
 
@@ -121,10 +121,8 @@ def test_filters_length_blacklist_depth_and_host_cap():
 def test_host_budget_survives_a_checkpoint(tmp_path):
     f = frontier(tmp_path, crawl_max_host_pages=2)
     f.receive([Link("http://a.test/0"), Link("http://a.test/1")])
-    directory = Directory(1)
-    directory.assign([host_pair("a.test:80")])
     g = frontier(tmp_path, crawl_max_host_pages=2)
-    g.restore([f.snapshot([])], 0, directory)
+    g.restore([f.state([])], lambda key: True)
     assert g.receive([Link("http://a.test/2")]) == 0 and g.stats["frontier/host_cap"] == 1
 
 
@@ -137,7 +135,7 @@ def test_a_429_puts_the_url_back_and_its_final_answer_is_committed():
     (again,) = f.next_jobs(2, now=time.monotonic() + 1)
     assert again.url == job.url
     assert answer(f, [again], status=429) == [True]  # retries used up: commit the 429
-    assert f.retries == {}
+    assert f.hosts.retries == {}
 
 
 def test_strip_params_keeps_everything_else():
@@ -160,17 +158,18 @@ def test_a_robots_txt_of_any_bytes_survives_a_checkpoint(tmp_path):
     for job in jobs:
         body = utf16 if job.host == "a.test:80" else b"\x00\xff\x00junk"
         f.done(FetchResult(job, status=200, body=body, ended=0.0))
-    checkpoint.write(tmp_path, 0, 5, f.snapshot([]), {})
-    arrays, _ = checkpoint.read(tmp_path, 0, 5)
-    directory = Directory(1)
-    directory.assign(host_pair(k) for k in f.hosts)
+    none = LinkColumns.of([])
+    checkpoint.write(tmp_path, 0, 5, checkpoint.RankState(f.state([]), Directory(1).state(),
+                                                          none, none), {})
+    state, _ = checkpoint.read(tmp_path, 0, 5)
     g = frontier(tmp_path)
-    g.restore([arrays], 0, directory)
-    assert {k: h.robots_txt for k, h in g.hosts.items()} == {
-        k: h.robots_txt for k, h in f.hosts.items()}
-    for key in f.hosts:  # the same rules, whatever bytes the robots.txt held
-        assert [g.hosts[key].rules.allowed(f"http://{key}/{p}") for p in ("x", "ok")] == [
-            f.hosts[key].rules.allowed(f"http://{key}/{p}") for p in ("x", "ok")]
+    g.restore([state.frontier], lambda key: True)
+    f_hosts, g_hosts = f.hosts.hosts, g.hosts.hosts
+    assert {k: h.robots_txt for k, h in g_hosts.items()} == {
+        k: h.robots_txt for k, h in f_hosts.items()}
+    for key in f_hosts:  # the same rules, whatever bytes the robots.txt held
+        assert [g_hosts[key].rules.allowed(f"http://{key}/{p}") for p in ("x", "ok")] == [
+            f_hosts[key].rules.allowed(f"http://{key}/{p}") for p in ("x", "ok")]
     assert sorted((x.url, x.depth, x.hops) for x in g.waiting_links().values()) == sorted(
         (x.url, x.depth, x.hops) for x in f.waiting_links().values())
     g._check()
@@ -183,7 +182,7 @@ def test_a_host_at_a_refused_address_has_its_urls_fetched_as_blocked_not_denied(
     f.receive([Link("http://10.0.0.1/a"), Link("http://10.0.0.1/b")])
     (robots,) = f.next_jobs(0)
     assert f.done(FetchResult(robots, error="blocked_address", ended=0.0)) is False
-    assert f.hosts["10.0.0.1:80"].ready_at == 0.0  # no backoff: it would be refused again
+    assert f.hosts.hosts["10.0.0.1:80"].ready_at == 0.0  # no backoff: it would be refused again
     jobs = f.next_jobs(1) + f.next_jobs(2)
     assert sorted(j.url for j in jobs) == ["http://10.0.0.1/a", "http://10.0.0.1/b"]
     assert f.stats["frontier/robots_denied"] == 0 and f.stats["robotstxt/errors"] == 0

@@ -16,6 +16,7 @@ a host never has two jobs out.
 
 from __future__ import annotations
 
+import math
 import shutil
 import tempfile
 from pathlib import Path
@@ -23,11 +24,9 @@ from pathlib import Path
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from bspcrawl import checkpoint
 from bspcrawl.counters import Stats
 from bspcrawl.frontier import Frontier
 from bspcrawl.messages import FetchJob, FetchResult, Link
-from bspcrawl.partition import Directory, host_pair
 from bspcrawl.robots.politeness import BACKOFF_BASE, RETRY_STATUSES
 from bspcrawl.settings import Settings
 from bspcrawl.urls import host_key
@@ -142,7 +141,7 @@ class FrontierMachine(RuleBasedStateMachine):
                 del self.revisit_due[url]
                 self.state[url] = "waiting"
         waiting_before = {u for u, s in self.state.items() if s == "waiting"}
-        busy = {h: sum(o.host == h for o in self.out) for h in f.hosts}
+        busy = {h: sum(o.host == h for o in self.out) for h in f.hosts.hosts}
         paced = {key: self.paced or d > 0 for key, d in self.delay.items()}
         robots_out = {o.host for o in self.out if o.robotstxt}
         denied_before = self.stats["frontier/robots_denied"]
@@ -229,24 +228,22 @@ class FrontierMachine(RuleBasedStateMachine):
     def checkpoint_and_restore(self, full: bool) -> None:
         """What a resumed crawl does: snapshot with the jobs out (the window is lost),
         restore into a new frontier; pages out are to be fetched again, robots.txt too.
-        An incremental snapshot gets the seen set of the last full one, as
-        ``checkpoint.read`` gives it, and the journal since."""
+        An incremental state is completed by the last full one, as ``checkpoint.read``
+        does."""
         old = self.frontier
-        state = old.snapshot(list(self.out), full)
-        if "seen" in state:
+        state = old.state(list(self.out), full)
+        if state.intake.seen is not None:
             self.full_state = state
         else:
-            state = checkpoint.with_base(state, self.full_state)
+            state = state.over(self.full_state)
         self.stats = Stats()
         self.stats.restore(old.stats.totals())
         self.frontier = Frontier(self.settings, self.stats, clock=lambda: self.now,
                                  backlog_dir=self.dir)
         self.frontier.wall = lambda: self.now
-        directory = Directory(1)
-        directory.assign(host_pair(f"{h}:80") for h in HOSTS)
-        self.frontier.restore([state], 0, directory)
+        self.frontier.restore([state], lambda key: True)
         assert self.frontier.seen.to_array().tolist() == old.seen.to_array().tolist()
-        assert self.frontier.retries == old.retries
+        assert self.frontier.hosts.retries == old.hosts.retries
         for o in self.out:
             if not o.robotstxt:
                 self.state[o.url] = "waiting"
@@ -276,9 +273,8 @@ class FrontierMachine(RuleBasedStateMachine):
             before = self.seq
             self.schedule()
             if len(self.out) == 0 and self.seq == before + 1:
-                later = [t for t, _ in self.frontier.resting]
-                later += [r[0] for r in self.frontier.revisits]
-                self.now = max(self.now, min(later, default=self.now + 1.0))
+                ready = self.frontier.next_ready()
+                self.now = max(self.now, ready if ready < math.inf else self.now + 1.0)
         assert not len(self.frontier) and not self.out, "URLs stuck in the frontier"
         assert all(s in ("done", "denied") for s in self.state.values())
         self.drained_at = self.seq
@@ -336,7 +332,7 @@ class FrontierMachine(RuleBasedStateMachine):
         assert sorted(set(self.fp[u] for u in self.state)) == f.seen.to_array().tolist()
         for name, value in self.expected.items():
             assert self.stats[name] == value, name
-        for key, host in f.hosts.items():
+        for key, host in f.hosts.hosts.items():
             assert host.outstanding == sum(o.host == key for o in self.out)
             if self.paced:
                 assert host.outstanding <= 1
@@ -356,8 +352,6 @@ def test_a_restored_host_keeps_the_min_host_delay(tmp_path):
     assert robots.delay == 1.0
     # checkpointed with robots.txt out
     restored = Frontier(settings, clock=lambda: now, backlog_dir=tmp_path)
-    directory = Directory(1)
-    directory.assign([host_pair("a.test:80")])
-    restored.restore([f.snapshot([])], 0, directory)
+    restored.restore([f.state([])], lambda key: True)
     (again,) = restored.next_jobs(1)
     assert again.robotstxt and again.delay == 1.0  # so the host rests 1 s after it
