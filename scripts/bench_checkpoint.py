@@ -2,7 +2,7 @@
 
 Builds one rank's frontier as a crawl leaves it (``--seen`` URLs seen over ``--hosts``
 hosts, a fraction still waiting in its backlog, robots.txt known for every host), then
-times a full ``Frontier.snapshot`` + ``checkpoint.write`` (the checkpoint), and
+times a full ``Frontier.state`` + ``checkpoint.write`` (the checkpoint), and
 ``checkpoint.read`` + ``Frontier.restore`` (the resume), and reports the bytes written
 (the rank file and the backlog's tails). ``scripts/bench_scale.py`` measures incremental
 checkpoints on top of a full one.
@@ -22,9 +22,10 @@ from pathlib import Path
 import numpy as np
 
 from bspcrawl import checkpoint
-from bspcrawl.frontier import Frontier, Host
+from bspcrawl.frontier import Frontier
+from bspcrawl.hosts import Host
 from bspcrawl.messages import FetchJob, FetchResult, Link
-from bspcrawl.partition import Directory, host_pair
+from bspcrawl.partition import Directory, LinkColumns
 from bspcrawl.settings import Settings
 
 ROBOTS = b"User-agent: *\nDisallow: /private/\nCrawl-delay: 1\n"
@@ -44,12 +45,13 @@ def build(seen: int, hosts: int, waiting: float, out: Path) -> Frontier:
                                  host_of[start:start + batch].tolist(), strict=True)]
         f.receive(links)
     done = int(len(f) * (1 - waiting))
-    for prio, n in f.backlog.waiting().items():  # as if fetched: gone, still seen
-        done -= len(f.backlog.take(prio, min(n, done)))
+    backlog = f.queue.backlog
+    for prio, n in backlog.waiting().items():  # as if fetched: gone, still seen
+        done -= len(backlog.take(prio, min(n, done)))
     for h in range(hosts):
         key = f"host{h}.example.org:80"
         job = FetchJob(0, 0, f"http://{key[:-3]}/robots.txt", key, robotstxt=True)
-        f.hosts[key] = Host(outstanding=1, robots_in_flight=True)
+        f.hosts.hosts[key] = Host(outstanding=1, robots_in_flight=True)
         f.done(FetchResult(job, status=200, body=ROBOTS))
     return f
 
@@ -66,17 +68,16 @@ def main() -> None:
         frontier = build(args.seen, args.hosts, args.waiting, out)
         before = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
         t0 = time.perf_counter()
-        arrays = frontier.snapshot([])
+        none = LinkColumns.of([])
+        state = checkpoint.RankState(frontier.state([]), Directory(1).state(), none, none)
         t1 = time.perf_counter()
-        checkpoint.write(out, 0, 1, arrays, {"next_seq": 0})
+        checkpoint.write(out, 0, 1, state, {"next_seq": 0})
         t2 = time.perf_counter()
         size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) - before
-        state = checkpoint.read(out, 0, 1)
+        state, _ = checkpoint.read(out, 0, 1)
         t3 = time.perf_counter()
         again = Frontier(frontier.settings, backlog_dir=checkpoint.frontier_dir(out, 0))
-        directory = Directory(1)
-        directory.assign(host_pair(key) for key in frontier.hosts)
-        again.restore([state[0]], 0, directory)
+        again.restore([state.frontier], lambda key: True)
         t4 = time.perf_counter()
     assert len(again) == len(frontier)
     assert np.array_equal(again.seen.to_array(), frontier.seen.to_array())

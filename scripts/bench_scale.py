@@ -11,7 +11,7 @@ Every ``N`` runs in a fresh process (peak RSS is per process), in one of two mod
 
 - ``frontier``: a real :class:`~bspcrawl.frontier.Frontier` (seen set, backlog and CBT,
   host state, budgets; its backlog and journal in a temporary directory); then a full
-  checkpoint of it as ``superstep.py`` writes it (``snapshot`` + ``checkpoint.write``);
+  checkpoint of it as ``superstep.py`` writes it (``state`` + ``checkpoint.write``);
   then ``--more`` (default ``N / 10``) more new URLs, received, scheduled and committed the
   same way, and an incremental checkpoint on top of the full one; then a resume from it
   in the same process (``checkpoint.read`` of the chain + a new frontier's ``restore``);
@@ -42,13 +42,15 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from bspcrawl import checkpoint
-from bspcrawl.frontier import Frontier
+from bspcrawl.frontier import Frontier, FrontierState
 from bspcrawl.messages import FetchResult, Link
+from bspcrawl.partition import Directory, LinkColumns
 from bspcrawl.seen import SeenSet
 from bspcrawl.settings import Settings
 
@@ -148,17 +150,14 @@ def run_seen(n: int, kind: str, batch: int) -> dict:
     assert len(seen) == n
     with tempfile.TemporaryDirectory() as tmp:
         return {"links": links, "seen_s": seen.seconds, "seen_bytes": seen.ram_bytes,
-                **timed_checkpoint(lambda: {"seen": seen.to_array()}, Path(tmp), 1)}
+                **timed_checkpoint(lambda: SeenOnly(seen.to_array()), Path(tmp), 1)}
 
 
-class OwnsAll:
-    """The host directory of one rank: every host is rank 0's."""
+@dataclass
+class SeenOnly:
+    """A checkpoint of the seen set alone."""
 
-    @staticmethod
-    def rank_of(key: str) -> int:
-        return 0
-
-    owner = rank_of
+    seen: np.ndarray
 
 
 def run_frontier(n: int, hosts: int, kind: str, batch: int, more: int, tmp: Path) -> dict:
@@ -168,7 +167,7 @@ def run_frontier(n: int, hosts: int, kind: str, batch: int, more: int, tmp: Path
                         crawl_max_host_pages=0, crawl_max_domain_pages=0,
                         queue_batch=4096).validate()
     f = Frontier(settings, backlog_dir=checkpoint.frontier_dir(tmp, 0))
-    f.seen = seen = Timed(make_seen(kind))
+    f.seen = f.intake.seen = seen = Timed(make_seen(kind))
     t = {"receive": 0.0, "schedule": 0.0, "links": 0, "committed": 0, "seq": 0}
 
     def superstep(numbers: np.ndarray) -> None:
@@ -194,25 +193,32 @@ def run_frontier(n: int, hosts: int, kind: str, batch: int, more: int, tmp: Path
     assert len(seen) == n and f.stats["frontier/new"] == n
     row = {"links": t["links"], "seen_s": seen.seconds, "receive_s": t["receive"],
            "schedule_s": t["schedule"], "seen_bytes": seen.ram_bytes, "waiting": len(f),
-           "committed": t["committed"], "hosts_known": len(f.hosts),
-           **timed_checkpoint(lambda: f.snapshot([]), tmp, 1)}
+           "committed": t["committed"], "hosts_known": len(f.hosts.hosts),
+           **timed_checkpoint(lambda: rank_state(f.state([])), tmp, 1)}
     if not more:
         return row
     for numbers in batches:
         superstep(numbers)
     assert len(seen) == n + more
-    incremental = timed_checkpoint(lambda: f.snapshot([], full=False), tmp, 2, base=1)
+    incremental = timed_checkpoint(lambda: rank_state(f.state([], full=False)), tmp, 2,
+                                   base=1)
     t0 = time.perf_counter()
-    arrays, _ = checkpoint.read(tmp, 0, 2)
+    state, _ = checkpoint.read(tmp, 0, 2)
     g = Frontier(settings, backlog_dir=checkpoint.frontier_dir(tmp, 0))
-    g.restore([arrays], 0, OwnsAll())  # type: ignore[arg-type]
+    g.restore([state.frontier], lambda key: True)
     resume_s = time.perf_counter() - t0
     assert len(g.seen) == n + more and len(g) == len(f)
     return {**row, "more": more, "incr_checkpoint_s": incremental["checkpoint_s"],
             "incr_checkpoint_bytes": incremental["checkpoint_bytes"], "resume_s": resume_s}
 
 
-def timed_checkpoint(snapshot: Callable[[], dict[str, np.ndarray]], out: Path,
+def rank_state(frontier: FrontierState) -> checkpoint.RankState:
+    """A rank file's state of one rank with nothing in transit."""
+    none = LinkColumns.of([])
+    return checkpoint.RankState(frontier, Directory(1).state(), none, none)
+
+
+def timed_checkpoint(snapshot: Callable[[], checkpoint.RankState | SeenOnly], out: Path,
                      superstep: int, base: int | None = None) -> dict:
     """Seconds to take the snapshot and write it as checkpoint ``superstep`` (of ``base``),
     and its bytes: the rank file's and the backlog and journal bytes written for it."""

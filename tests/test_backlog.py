@@ -11,20 +11,10 @@ from bspcrawl import backlog, checkpoint
 from bspcrawl.backlog import Backlog, record
 from bspcrawl.frontier import Frontier
 from bspcrawl.messages import FetchResult, Link
-from bspcrawl.partition import links_to_arrays
+from bspcrawl.partition import Directory, LinkColumns
 from bspcrawl.settings import Settings
 
 UNPACED = {"politeness_min_host_delay": 0.0, "politeness_response_factor": 0.0}
-
-
-class OwnsAll:
-    """The directory of a crawl of one rank."""
-
-    @staticmethod
-    def rank_of(key):
-        return 0
-
-    owner = rank_of
 
 
 @pytest.fixture
@@ -57,20 +47,19 @@ def test_files_a_checkpoint_pins_are_kept_and_adopt_cuts_what_came_after(tmp_pat
     b.put(-1.0, [record(fp, x) for fp, x in links(20)])
     b.put(-2.0, [record(fp, x) for fp, x in links(3, 100)])
     first = b.take(-1.0, 4)
-    marks = b.marks()
-    b.pin(backlog.files_of(marks))
+    marks = b.state()
+    b.pinned = marks.files()
     b.take(-1.0, 10)
     b.put(-1.0, [record(fp, x) for fp, x in links(5, 200)])  # after the checkpoint
     b.put(-3.0, [record(fp, x) for fp, x in links(5, 300)])
-    b.collect()
-    assert backlog.files_of(marks) <= {p.name for p in tmp_path.iterdir()}
+    assert marks.files() <= {p.name for p in tmp_path.iterdir()}
     # another rank (a resume on another P) reads them as they were at the checkpoint
     assert [(p, fp, x) for p, fp, x in backlog.replay(tmp_path, marks)] == [
         (-1.0, fp, x) for fp, x in links(20)[4:]] + [(-2.0, fp, x) for fp, x in links(3, 100)]
     for _ in range(2):  # a resume from the checkpoint on the same rank, killed, again
         again = Backlog(tmp_path)
         again.adopt(marks)
-        again.pin(backlog.files_of(marks))  # (as the crawl does on resume)
+        again.pinned = marks.files()  # (as the crawl does on resume)
         again._check()
         assert again.waiting() == {-1.0: 16, -2.0: 3}
         assert first + again.take(-1.0, 100) == links(20)
@@ -115,14 +104,14 @@ def frontier_at(tmp_path, steps, snapshots):
         for j in f.next_jobs(seq):
             f.done(FetchResult(j, status=404 if j.robotstxt else 200, ended=0.0))
         if seq in snapshots:
-            states[seq] = f.snapshot([], full=snapshots[seq])
+            states[seq] = f.state([], full=snapshots[seq])
     return f, states
 
 
 def resumed(tmp_path, state):
     g = Frontier(Settings(**UNPACED, queue_batch=5).validate(), clock=lambda: 0.0,
                  backlog_dir=tmp_path)
-    g.restore([state], 0, OwnsAll())
+    g.restore([state], lambda key: True)
     g._check()
     return g
 
@@ -139,11 +128,11 @@ def schedule(f, start, n=30):
 
 def test_an_incremental_chain_resumes_as_a_full_checkpoint_and_a_kill_loses_nothing(tmp_path):
     chain, states = frontier_at(tmp_path / "chain", 25, {5: True, 12: False, 20: False})
-    assert "seen" not in states[20] and "seen" not in states[12]
+    assert states[20].intake.seen is None and states[12].intake.seen is None
     _, full = frontier_at(tmp_path / "full", 21, {20: True})
-    assert len(chain.seen) > len(states[5]["seen"])
+    assert len(chain.seen) > len(states[5].intake.seen)
     waiting = chain.waiting_links()  # (what was accepted after 20 is lost with the kill)
-    state = checkpoint.with_base(states[20], states[5])  # as checkpoint.read gives it
+    state = states[20].over(states[5])  # as checkpoint.read gives it
     g, h = resumed(tmp_path / "chain", state), resumed(tmp_path / "full", full[20])
     assert np.array_equal(g.seen.to_array(), h.seen.to_array())
     assert g.waiting_links() == h.waiting_links()
@@ -153,9 +142,11 @@ def test_an_incremental_chain_resumes_as_a_full_checkpoint_and_a_kill_loses_noth
 
 def test_a_checkpoint_whose_backlog_file_is_gone_is_unreadable_not_a_crash(tmp_path):
     f, states = frontier_at(checkpoint.frontier_dir(tmp_path, 0), 6, {5: True})
-    checkpoint.write(tmp_path, 0, 5, states[5], {"base": 5})
-    assert checkpoint.read(tmp_path, 0, 5)[0]["backlog_count"].sum() > 0
-    victim = sorted(backlog.files_of(states[5]))[0]
+    none = LinkColumns.of([])
+    checkpoint.write(tmp_path, 0, 5, checkpoint.RankState(states[5], Directory(1).state(),
+                                                          none, none), {"base": 5})
+    assert checkpoint.read(tmp_path, 0, 5)[0].frontier.queue.backlog.count.sum() > 0
+    victim = sorted(states[5].queue.backlog.files())[0]
     (checkpoint.frontier_dir(tmp_path, 0) / victim).unlink()
     with pytest.raises(checkpoint.CheckpointError, match=f"refers to .*{victim}, which is"):
         checkpoint.read(tmp_path, 0, 5)
@@ -167,28 +158,16 @@ def test_an_incremental_snapshot_writes_only_the_hosts_changed_since_the_full_on
     for j in f.next_jobs(0):  # robots.txt: a's disallows /x, b's is missing
         body = b"User-agent: *\nDisallow: /x\n" if j.host == "a.test:80" else b""
         f.done(FetchResult(j, status=200 if j.host == "a.test:80" else 404, body=body))
-    full = f.snapshot([])
+    full = f.state([])
     f.receive([Link("http://a.test/x"), Link("http://a.test/2")])
     for j in f.next_jobs(1):
         if j.host == "a.test:80":
             f.done(FetchResult(j, status=200))
-    delta = f.snapshot([], full=False)
-    assert delta["host"].tolist() == ["a.test:80"] and len(full["host"]) == 2
-    g = resumed(tmp_path, checkpoint.with_base(delta, full))
-    assert sorted(g.hosts) == ["a.test:80", "b.test:80"]
-    assert not g.hosts["a.test:80"].rules.allowed("http://a.test/x")
-    assert g.hosts["b.test:80"].rules.allowed("http://b.test/x")
+    delta = f.state([], full=False)
+    assert delta.hosts.key.tolist() == ["a.test:80"] and len(full.hosts.key) == 2
+    g = resumed(tmp_path, delta.over(full))
+    hosts = g.hosts.hosts
+    assert sorted(hosts) == ["a.test:80", "b.test:80"]
+    assert not hosts["a.test:80"].rules.allowed("http://a.test/x")
+    assert hosts["b.test:80"].rules.allowed("http://b.test/x")
     assert g.waiting_links() == f.waiting_links()
-
-
-def test_a_checkpoint_of_before_the_backlog_resumes_with_every_url_it_held(tmp_path):
-    f, states = frontier_at(tmp_path / "new", 8, {7: True})
-    new = states[7]
-    waiting = f.waiting_links()
-    old = {k: v for k, v in new.items()  # the columns of a checkpoint before the backlog:
-           if not k.startswith(("backlog_", "journal_", "q_")) and k not in ("queued", "wall")}
-    old.update(links_to_arrays(list(waiting.values())))  # every URL waiting, as links
-    g = resumed(tmp_path / "old", old)
-    assert g.waiting_links() == waiting
-    assert np.array_equal(g.seen.to_array(), f.seen.to_array())
-    assert sorted(g.hosts) == sorted(f.hosts)

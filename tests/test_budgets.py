@@ -43,7 +43,7 @@ def test_budgets_survive_a_checkpoint_with_the_same_or_another_p():
     for u in (WWW + "1", WWW + "2", BLOG + "1"):
         a.take(u)
     a.add_news(np.array([hash_of(a), 4]))  # another rank told 4 URLs of the domain
-    state = a.snapshot()
+    state = a.state()
     same = Budgets(2, 10, ranks=2)
     same.restore([state], lambda key: True)
     assert same.hosts == a.hosts and same.domains == a.domains and same.new == a.new

@@ -8,9 +8,10 @@ import os
 from pathlib import Path
 
 PACKAGE = Path(__file__).parent.parent / "bspcrawl"
+ROOMS = {"bspcrawl.intake", "bspcrawl.queue", "bspcrawl.hosts", "bspcrawl.revisits"}
 LOOP = {"bspcrawl.superstep", "bspcrawl.scheduler", "bspcrawl.commit", "bspcrawl.bsp",
         "bspcrawl.frontier", "bspcrawl.partition", "bspcrawl.checkpoint", "bspcrawl.cli",
-        "bspcrawl.analysis"}
+        "bspcrawl.analysis", *ROOMS}
 VOCABULARY = {"bspcrawl.messages", "bspcrawl.counters"}
 
 
@@ -56,8 +57,11 @@ def violations(edges: dict[str, set[str]]) -> list[str]:
                     found.append(f"{a} -> {b}: {low} imports neither {other} nor the loop")
             if within(a, "bspcrawl.browse") and b in LOOP:
                 found.append(f"{a} -> {b}: browse/ (a server thread) imports no loop module")
-            if a == "bspcrawl.frontier" and within(b, "bspcrawl.index"):
+            if (a == "bspcrawl.frontier" or a in ROOMS) and within(b, "bspcrawl.index"):
                 found.append(f"{a} -> {b}: the frontier imports nothing of index/")
+            if a in ROOMS and b in LOOP:
+                found.append(f"{a} -> {b}: a room of the frontier imports neither another "
+                             "room nor the loop (frontier.py composes them)")
     return found
 
 
@@ -97,6 +101,9 @@ def test_the_checks_catch_wrong_way_imports():
     assert len(violations(edges)) == 4
     edges["bspcrawl.messages"].add("bspcrawl.frontier")
     assert cycles(edges) and len(violations(edges)) == 5
+    edges["bspcrawl.hosts"].add("bspcrawl.queue")
+    edges["bspcrawl.intake"].add("bspcrawl.index.store")
+    assert len(violations(edges)) == 7
 
 
 def test_a_crawl_process_starts_no_blas_threads() -> None:

@@ -9,11 +9,10 @@ from bspcrawl.messages import ANCHOR_BYTES, Link, clip_anchor
 from bspcrawl.partition import (
     REFUSED,
     Directory,
+    LinkColumns,
     decode,
     encode,
     host_pair,
-    links_from_arrays,
-    links_to_arrays,
     pack,
     unpack,
 )
@@ -54,16 +53,16 @@ def test_every_rank_deals_alike_whatever_the_order_within_a_batch():
     assert a.owners == {3: 0, 5: 1, 9: 2, 1: 3, 7: 0, 11: 1, 2: 2}
 
 
-def test_unknown_hosts_are_held_and_snapshot_restores_onto_any_size():
+def test_unknown_hosts_are_held_and_a_checkpoint_restores_onto_any_size():
     d = dealt(3, URLS[:30])
     boxes, held, refused = d.bucket([Link(u) for u in URLS])
     assert refused == 0
     assert [x.url for x in held] == URLS[30:]
     for rank, box in enumerate(boxes):
         assert box and all(d.owner(x.url) == rank for x in box)
-    same = Directory.restore(d.snapshot(), 3)
+    same = Directory.from_state(d.state(), 3)
     assert same.owners == d.owners
-    other = Directory.restore(d.snapshot(), 5)
+    other = Directory.from_state(d.state(), 5)
     assert list(other.owners) == list(d.owners)
     assert np.bincount(list(other.owners.values())).tolist() == [2, 2, 2, 2, 2]
     other.assign([host_pair(host_key(URLS[-1]))])
@@ -78,12 +77,9 @@ def test_encode_decode_round_trip_keeps_order_and_fields():
     assert links[2].anchor == "Read the café manual" and len(links[3].anchor) == ANCHOR_BYTES
 
 
-def test_links_of_a_checkpoint_keep_their_anchor_text_and_older_ones_have_none():
+def test_links_of_a_checkpoint_keep_their_anchor_text():
     links = [Link("http://a/1", 1, 0, "the manual"), Link("http://a/2")]
-    arrays = links_to_arrays(links, "held_")
-    assert links_from_arrays(arrays, "held_") == links
-    del arrays["held_anchor"]
-    assert [x.anchor for x in links_from_arrays(arrays, "held_")] == ["", ""]
+    assert LinkColumns.of(links).links() == links
 
 
 def test_pack_unpack_concatenates_rank_batches():
@@ -105,16 +101,10 @@ def test_a_domain_gets_at_most_its_cap_of_hosts_and_every_rank_refuses_the_same(
     assert all(a.owner(u) in (0, 1) for u in other)  # another domain, its own count
     boxes, held, refused = a.bucket([Link(u) for u in flood + other])
     assert refused == 7 and held == [] and sum(map(len, boxes)) == 5
-    restored = Directory.restore(a.snapshot(), 2, max_domain_hosts=3)
+    restored = Directory.from_state(a.state(), 2, max_domain_hosts=3)
     assert restored.owners == a.owners
     restored.assign([host_pair("a99.flood.example:80")])  # still full after a checkpoint
     assert restored.owner("http://a99.flood.example/") == REFUSED
-
-
-def test_a_checkpoint_without_domains_counts_each_host_as_its_own():
-    d = dealt(3, URLS[:30])
-    old = {"directory": d.snapshot()["directory"]}
-    assert Directory.restore(old, 3, max_domain_hosts=1).owners == d.owners
 
 
 def test_past_the_deal_limit_hosts_are_hashed_and_the_directory_stays_bounded():
@@ -132,7 +122,7 @@ def test_past_the_deal_limit_hosts_are_hashed_and_the_directory_stays_bounded():
         assert d.owner_of(h) == d.owners.get(h, h % 3)
         assert d.owns(d.owner_of(h))(h)
     # every rank agrees, and a resume on another P deals the same 10 and hashes the rest
-    other = Directory.restore(d.snapshot(), 4, deal=10)
+    other = Directory.from_state(d.state(), 4, deal=10)
     assert other.full and list(other.owners) == list(d.owners)
     assert [other.owner_of(h) for h, _ in hosts if h not in d.owners] == [
         h % 4 for h, _ in hosts if h not in d.owners]
