@@ -19,8 +19,8 @@ whole (or a log read to its end) is deleted unless a checkpoint still refers to 
 (``pinned``, see ``checkpoint.py``). A checkpoint writes each tail to its file, fsyncs
 them, and names for each log its segments and read position (:meth:`Backlog.state`): what
 changed since the last checkpoint is what was appended since, and nothing is copied again.
-A resume with the same ranks adopts the logs in place, cutting off what was appended
-after the checkpoint (:meth:`Backlog.adopt`).
+A resume reads the logs a checkpoint names (:func:`replay`) into new segments, so a
+checkpoint's files are never written again.
 
 Record layout, little-endian: int64 fingerprint, int32 depth, int32 hops, uint32 URL
 length, then the URL's UTF-8 bytes.
@@ -208,7 +208,7 @@ class Backlog:
 
     API: :meth:`put` records of a priority, :meth:`take` its next ones, :meth:`waiting`
     per priority, ``len()``; for checkpoints :meth:`state` (flush and name the logs),
-    :meth:`adopt` them on resume, :func:`replay` another rank's; :meth:`live` names the
+    :func:`replay` them on resume; :meth:`live` names the
     files still read. ``pinned`` (set by ``checkpoint.py``) names the files kept
     checkpoints refer to. Without a directory nothing spills and there are no checkpoints.
 
@@ -241,8 +241,8 @@ class Backlog:
         return q
 
     def start_after_existing(self) -> None:
-        """Number new segments after every file in the directory (a resume on another
-        number of ranks: the files there are another crawl's, maybe read by other ranks)."""
+        """Number new segments after every file in the directory (a resume: the files there
+        are a checkpoint's, which stay as they are)."""
         self.first = next_segment(self.dir, "q*.seg")
 
     def put(self, prio: float, records: list[bytes]) -> None:
@@ -293,25 +293,6 @@ class Backlog:
                             col(lambda q: q.count), col(lambda q: q.log.last),
                             col(lambda q: q.log.written))
 
-    def adopt(self, state: BacklogState) -> None:
-        """Take over the logs a state named (a resume on the same rank): what was
-        appended after them is cut off; files of segments read whole are left for the
-        checkpoints' retention (an earlier checkpoint may need them)."""
-        assert self.dir is not None and not self.queues
-        names = {}
-        for q in _queues(self.dir, state):
-            self.queues[q.prio] = q
-            names[q.log.name] = q.log.last
-            path = q.log.path(q.log.last)
-            if path.exists():
-                os.truncate(path, q.log.written)
-        for path in self.dir.glob("q*.seg"):
-            name, seg = path.stem.split("-")
-            if name not in names or int(seg) > names[name]:
-                path.unlink()  # appended after the checkpoint
-        self.logs.update({float(p): int(n) for p, n in zip(
-            state.prio.tolist(), state.log.tolist(), strict=True)})
-
     def live(self) -> set[str]:
         """The names of the segment files still to be read."""
         return {q.log.path(s).name for q in self.queues.values() for s in q.segments()}
@@ -326,25 +307,6 @@ class Backlog:
         assert self.dir is None or self.ram <= self.memory or len(self.queues) == 0
 
 
-class _Queue(Queue):
-    """A queue restored from checkpoint marks, with its priority."""
-
-    def __init__(self, prio: float, log: Log, count: int, seg: int, pos: int) -> None:
-        super().__init__(log, count, seg, pos)
-        self.prio = prio
-
-
-def _queues(directory: Path, state: BacklogState) -> list[_Queue]:
-    """The queues a state names, over the logs in ``directory``."""
-    out = []
-    for prio, n, seg, pos, count, last, size in zip(*(getattr(state, k).tolist() for k in (
-            "prio", "log", "seg", "pos", "count", "last", "size")), strict=True):
-        log = Log(directory, f"q{n:04d}", last, size)
-        log.sealed = {s: log.path(s).stat().st_size for s in range(seg, last)}
-        out.append(_Queue(prio, log, count, seg, pos))
-    return out
-
-
 def _peek(q: Queue) -> Iterator[tuple[int, Link]]:
     """Read a queue to its end, leaving it and its log as they are."""
     log = Log(q.log.dir, q.log.name, q.log.last, q.log.written)
@@ -355,11 +317,14 @@ def _peek(q: Queue) -> Iterator[tuple[int, Link]]:
 
 
 def replay(directory: Path, state: BacklogState) -> Iterator[tuple[float, int, Link]]:
-    """Every record waiting in another rank's logs at a checkpoint (a resume on another
-    number of ranks), as (priority, fingerprint, link); its files are only read."""
-    for q in _queues(directory, state):
-        for fp, link in _peek(q):
-            yield q.prio, fp, link
+    """Every record waiting in a rank's logs in ``directory`` at a checkpoint, as
+    (priority, fingerprint, link); the files are only read."""
+    for prio, n, seg, pos, count, last, size in zip(*(getattr(state, k).tolist() for k in (
+            "prio", "log", "seg", "pos", "count", "last", "size")), strict=True):
+        log = Log(directory, f"q{n:04d}", last, size)
+        log.sealed = {s: log.path(s).stat().st_size for s in range(seg, last)}
+        for fp, link in _peek(Queue(log, count, seg, pos)):
+            yield prio, fp, link
 
 
 def next_segment(directory: Path | None, pattern: str) -> int:

@@ -159,20 +159,17 @@ class Frontier:
                 dirs: list[Path] | None = None) -> None:
         """Rebuild from checkpoint states (one per rank of the crawl that wrote them, whose
         backlogs and journals are in ``dirs``, default this rank's), keeping the hosts
-        ``mine`` (a host key test) and their URLs. With one state of this rank's own
-        directory the backlog is taken over in place; else it is read and this rank's
-        URLs put into its own. Incremental states come completed by their base
+        ``mine`` (a host key test) and their URLs; their backlogs and journals are read,
+        never written. Incremental states come completed by their base
         (``checkpoint.read``)."""
         now = self.clock()
         dirs = dirs or [self.dir] * len(states)  # type: ignore[list-item]
-        here = len(states) == 1 and dirs[0] == self.dir
-        if not here:
-            self.queue.backlog.start_after_existing()
+        self.queue.backlog.start_after_existing()
         owned = (lambda url: True) if len(states) == 1 else (
             lambda url: mine(host_key(url)))
         self.intake.restore([st.intake for st in states], dirs, mine)
         for st, where in zip(states, dirs, strict=True):
             self.hosts.restore(st.hosts, mine, now)
-            self.queue.restore(st.queue, owned, None if here else where)
+            self.queue.restore(st.queue, owned, where)
             self.revisits.restore(st.revisits, owned, now)
         self.hosts.requeue(now)

@@ -91,11 +91,9 @@ class Queue:
         front = [record(*self.heads[i]) for i in ids.tolist()] + [record(*x) for x in out]
         return QueueState(np.frombuffer(b"".join(front), np.uint8), self.backlog.state())
 
-    def restore(self, state: QueueState, owned: Callable[[str], bool],
-                where: Path | None) -> None:
+    def restore(self, state: QueueState, owned: Callable[[str], bool], where: Path) -> None:
         """Add a state's URLs that are ``owned``: its front to the CBT, in order, before any
-        of the backlog's. Its backlog is taken over in place (``where`` None: this rank's
-        own, same P), else read from ``where`` and put into this rank's."""
+        of its backlog's (in ``where``), which go to this rank's backlog."""
         by_prio: dict[float, list[tuple[int, Link]]] = {}
         there = {fp for fp, _ in self.heads.values()}
         for fp, link in parse_all(state.front.tobytes()):
@@ -104,9 +102,6 @@ class Queue:
                 by_prio.setdefault(-float(link.depth), []).append((fp, link))
         for prio, taken in by_prio.items():
             self._to_cbt(prio, taken)
-        if where is None:
-            self.backlog.adopt(state.backlog)
-            return
         batch: dict[float, list[bytes]] = {}
         for prio, fp, link in replay(where, state.backlog):
             if owned(link.url):

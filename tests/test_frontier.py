@@ -267,11 +267,12 @@ def test_every_part_state_survives_its_file_and_a_restore(tmp_path):
                  crawl_max_domain_pages=60)
     g.restore([back.frontier], lambda key: True)
     g._check()
+    assert g.waiting_links() == f.waiting_links()
     again, now = g.state([]), f.state([])
-    # (but the journal, which goes on in new segments, and the wall clock)
+    # (but the journal and backlog, which go on in new segments, and the wall clock)
     again.intake.journal_base, again.intake.journal_end = (now.intake.journal_base,
                                                            now.intake.journal_end)
-    again.hosts.wall = now.hosts.wall
+    again.queue.backlog, again.hosts.wall = now.queue.backlog, now.hosts.wall
     assert same(again, now)
 
 
