@@ -49,7 +49,9 @@ from bspcrawl.frontier import FrontierState
 from bspcrawl.index.output import FRONTIER_DIR
 from bspcrawl.index.store import write_atomically
 from bspcrawl.journal import NAME as JOURNAL
-from bspcrawl.partition import DirectoryState, LinkColumns
+from bspcrawl.journal import files_of
+from bspcrawl.messages import Link
+from bspcrawl.partition import decode, encode
 
 CHECKPOINT_DIR = "checkpoint"
 MARKER = "checkpoint.json"
@@ -65,9 +67,20 @@ class RankState:
     """What one rank's checkpoint file holds besides its attributes."""
 
     frontier: FrontierState
-    directory: DirectoryState
-    inbox: LinkColumns  # delivered at the last sync, not yet received
-    held: LinkColumns  # to hosts not dealt yet, sent at the next superstep
+    directory: np.ndarray  # partition.Directory.state
+    inbox: np.ndarray  # uint8: links delivered at the last sync, not yet received
+    held: np.ndarray  # uint8: links to hosts not dealt yet, sent at the next superstep
+
+    @classmethod
+    def of(cls, frontier: FrontierState, directory: np.ndarray, inbox: list[Link],
+           held: list[Link]) -> RankState:
+        """The state of a rank, its links in transit as ``partition.encode`` writes them."""
+        return cls(frontier, directory, *(np.frombuffer(encode(x), np.uint8)
+                                          for x in (inbox, held)))
+
+    def links(self, name: str) -> list[Link]:
+        """The links of ``inbox`` or ``held``."""
+        return decode(getattr(self, name))
 
 
 def rank_file(out: Path, rank: int, superstep: int) -> Path:
@@ -219,70 +232,52 @@ def read_all(out: Path, record: dict[str, Any]) -> tuple[int, list[tuple[RankSta
 
 def needs(state: FrontierState) -> set[str]:
     """The names of the files in the rank's frontier directory a state refers to."""
-    return state.queue.backlog.files() | state.intake.journal_files()
-
-
-@dataclass
-class Kept:
-    """What a kept checkpoint needs of a rank: its base, the files it names, and the
-    journal segment its seen set's journal starts in."""
-
-    base: int
-    files: set[str]
-    journal_start: int
+    marks = state.intake.journal_base.tolist(), state.intake.journal_end.tolist()
+    return state.queue.backlog.files() | files_of(*map(tuple, marks))
 
 
 class Retention:
     """Which of one rank's files the crawl keeps: those of the last two complete
     checkpoints and of their bases (checkpoint files, backlog and journal segments).
 
-    API: :meth:`base_of` a checkpoint to write, :meth:`completed` once it is complete,
-    :meth:`resumed` from one. The backlog is told what is pinned (``Backlog.pinned``: it
-    deletes the segments it reads whole unless pinned)."""
+    API: :meth:`base_of` a checkpoint to write, :meth:`keep` it once it is complete (or
+    resumed from). The backlog is told what is pinned (``Backlog.pinned``: it deletes the
+    segments it reads whole unless pinned)."""
 
     def __init__(self, out: Path, rank: int, backlog: Backlog) -> None:
         self.out, self.rank, self.backlog = out, rank, backlog
-        self.kept: dict[int, Kept] = {}
+        self.kept: dict[int, tuple[int, set[str], int]] = {}  # superstep -> its base, the
+        # files it names and the first journal segment it reads
         self.last: int | None = None  # the last complete checkpoint
 
     def base_of(self, superstep: int, state: FrontierState) -> int:
         """The base of the checkpoint of ``superstep`` whose frontier is ``state``."""
         if state.intake.seen is not None or self.last is None:
             return superstep
-        return self.kept[self.last].base
+        return self.kept[self.last][0]
 
-    def resumed(self, superstep: int, state: FrontierState, base: int) -> None:
-        """A resume from ``superstep``: its files are kept until two more are complete (a
-        kill before the next checkpoint resumes from this one again)."""
-        self.kept = {superstep: _kept(state, base)}
-        self.backlog.pinned = set(self.kept[superstep].files)
-        self.last = superstep
-
-    def completed(self, superstep: int, state: FrontierState, base: int) -> None:
-        """The checkpoint of ``superstep`` is complete: keep it and the last one before,
-        delete the files neither needs."""
+    def keep(self, superstep: int, state: FrontierState, base: int, collect: bool = True
+             ) -> None:
+        """The checkpoint of ``superstep`` is complete (or resumed from): keep it and the
+        last one before; if ``collect``, delete the files neither needs (not on resume: a
+        kill before the next checkpoint resumes from this one again, maybe on another P)."""
         self.kept = {k: x for k, x in self.kept.items() if k == self.last}
-        self.kept[superstep] = _kept(state, base)
+        self.kept[superstep] = base, needs(state), int(state.intake.journal_base[0])
         self.last = superstep
         kept = self.kept.values()
-        steps = {*self.kept, *(x.base for x in kept)}
+        self.backlog.pinned = set().union(*(files for _, files, _ in kept))
+        where = frontier_dir(self.out, self.rank)
+        if not collect or not where.exists():
+            return
+        steps = {*self.kept, *(base for base, _, _ in kept)}
         for path in (self.out / CHECKPOINT_DIR).glob(f"rank-{self.rank:04d}-*.h5*"):
             step = path.name.split("-")[2].split(".")[0]
             if not step.isdigit() or int(step) not in steps:
                 path.unlink(missing_ok=True)
-        self.backlog.pinned = set().union(*(x.files for x in kept))
-        where = frontier_dir(self.out, self.rank)
-        if not where.exists():
-            return
-        live, start = self.backlog.pinned | self.backlog.live(), min(
-            x.journal_start for x in kept)
+        live, start = self.backlog.pinned | self.backlog.live(), min(x[2] for x in kept)
         for path in where.glob("q*.seg"):
             if path.name not in live:
                 path.unlink()
         for path in where.glob(f"{JOURNAL}-*.seg"):
             if int(path.stem.split("-")[1]) < start:
                 path.unlink()
-
-
-def _kept(state: FrontierState, base: int) -> Kept:
-    return Kept(base, needs(state), int(state.intake.journal_base[0]))

@@ -172,4 +172,3 @@ class Frontier:
             self.hosts.restore(st.hosts, mine, now)
             self.queue.restore(st.queue, owned, where)
             self.revisits.restore(st.revisits, owned, now)
-        self.hosts.requeue(now)

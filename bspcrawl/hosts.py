@@ -94,11 +94,6 @@ class Host:
             self.head = 0
         return fp, link
 
-    def first(self) -> Link:
-        """The first URL of its Q."""
-        assert self.q is not None
-        return parse(self.q, self.head)[1]
-
     def records(self) -> bytes:
         """Its Q's records, in order."""
         return b"" if self.q is None else bytes(self.q[self.head:])
@@ -266,8 +261,9 @@ class HostTable:
             host.rules, host.robots_in_flight = None, True
             self.touched.add(key)  # its rules are gone: an incremental checkpoint says so
             host.outstanding += 1
-            jobs.append(FetchJob(seq, len(jobs), robots_url(host.first().url), key,
-                                 host.delay, True, attempt=host.robots_failures))
+            url = parse(host.q, host.head)[1].url  # type: ignore[arg-type]
+            jobs.append(FetchJob(seq, len(jobs), robots_url(url), key, host.delay, True,
+                                 attempt=host.robots_failures))
             return
         while host.waiting:
             fp, link = host.pop()
@@ -393,7 +389,8 @@ class HostTable:
 
     def restore(self, state: HostsState, mine: Callable[[str], bool], now: float) -> None:
         """Add the hosts of a full state that are ``mine``, their rests and rules' ages
-        counted from ``now``, and their Qs; and the state's retry counts."""
+        counted from ``now``, and their Qs (on the round-robin or resting); and the
+        state's retry counts."""
         delay = self.politeness.delay(None)
         self.retries.update(zip(state.retry_fp.tolist(), state.retry_n.tolist(), strict=True))
         for key, robots_txt, known, left, failures, ready in zip(
@@ -412,10 +409,5 @@ class HostTable:
                 host = self.hosts[key]
                 host.q, host.waiting = bytearray(queues[at:at + size]), n
                 self.pending += n
-            at += size
-
-    def requeue(self, now: float) -> None:
-        """After a restore: every host with URLs waiting on the round-robin or resting."""
-        for key, host in self.hosts.items():
-            if host.waiting:
                 self._enqueue(key, now)
+            at += size

@@ -42,11 +42,6 @@ class IntakeState:
     journal_end: np.ndarray
     budgets: BudgetsState
 
-    def journal_files(self) -> set[str]:
-        """The journal's files the state refers to."""
-        return journal.files_of(tuple(self.journal_base.tolist()),
-                                tuple(self.journal_end.tolist()))
-
 
 class Intake:
     """The filters, budgets, seen set and journal of a rank.

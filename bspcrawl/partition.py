@@ -7,38 +7,34 @@ is not ``hash % P`` but a :class:`Directory`: hosts are dealt to the ranks round
 an order every rank agrees on (the seeds' hosts first, then each superstep's new hosts
 sorted by host hash), so every rank owns the same number of hosts, give or take one. With
 hash % P the number of hosts per rank varies too, and on a web of few hosts of unequal
-sizes that variance decided the balance: 20,000 pages on 2,000 testweb hosts gave a load
-balance (mean / max pages per rank) of 0.87-0.89 at P = 8 by hash, 0.93-0.95 dealt.
+sizes that variance decides the balance.
 
 Only the first ``deal`` hosts are dealt (``DEAL`` = 2^16 by default): past them the
 directory is *full*, and a new host's owner is its host hash mod P, known to every rank
-without a word (issue 16, part 3). So the directory every rank holds stays bounded
-(about 110 bytes a host dealt: 7 MB at 2^16), whatever the number of hosts, while a small
-web keeps the balance of dealing; on a large one, hashing 10^5+ hosts evens the number
-per rank out by itself (its spread is ~sqrt(H/P)). The registered-domain cap on hosts
-(``crawl_max_domain_hosts``) counts the dealt hosts; past the limit a domain's hosts are
-bounded by its page budget (``budgets.py``) only.
+without a word. So the directory every rank holds stays bounded (a dict entry and 8 bytes
+per host dealt, and a dict entry per registered domain of those), whatever the number of
+hosts, while a small web keeps the balance of dealing; on a large one, hashing many hosts
+evens the number per rank out by itself (its spread is ~sqrt(H/P)). The registered-domain
+cap on hosts (``crawl_max_domain_hosts``) counts the dealt hosts; past the limit a domain's
+hosts are bounded by its page budget (``budgets.py``) only.
 
 A link to a host no rank has seen yet (the directory not full) is *held* by the rank
 that found it for one superstep: its host hash and its registered domain's are announced
 at that superstep's sync (an ``Iallgatherv``, ``bsp.announce``, only when some rank has
 new hosts), every rank deals the announced hosts the same way (refusing those past their
-domain's cap, ``crawl_max_domain_hosts``), and the link is sent the superstep after. The
-directory costs a dict entry and 8 bytes per host dealt on every rank (about 110 bytes:
-7 MB at 2^16 hosts), and a dict entry per registered domain of those.
+domain's cap, ``crawl_max_domain_hosts``), and the link is sent the superstep after.
 
 A batch is the UTF-8 text of one record per line, ``depth hops url`` or ``depth hops url
 anchor``; a WHATWG-serialised URL holds no space or newline, and anchor text (at most
 ``messages.ANCHOR_BYTES`` = 100 bytes, whitespace collapsed: ``messages.clip_anchor``) no
-newline, so the format needs no escaping. Batches travel as numpy
-uint8 buffers (``Alltoallv`` counts first), never as pickled lists.
+newline, so the format needs no escaping. Batches travel as numpy uint8 buffers
+(``Alltoallv`` counts first), never as pickled lists; checkpoints hold links so too.
 """
 
 from __future__ import annotations
 
 from array import array
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -131,30 +127,22 @@ class Directory:
                 boxes[rank].append(link)
         return boxes, held, refused
 
-    def state(self) -> DirectoryState:
-        """The directory as a checkpoint holds it."""
-        return DirectoryState(np.fromiter(self.owners, np.int64, len(self.owners)),
-                              np.array(self.host_domains, np.int64))
+    def state(self) -> np.ndarray:
+        """The directory as a checkpoint holds it: the (host hash, domain hash) pairs
+        assigned, in their order, as an (n, 2) int64 array."""
+        hosts = np.fromiter(self.owners, np.int64, len(self.owners))
+        return np.column_stack([hosts, np.array(self.host_domains, np.int64)])
 
     @classmethod
-    def from_state(cls, state: DirectoryState, size: int, max_domain_hosts: int = 0,
+    def from_state(cls, state: np.ndarray, size: int, max_domain_hosts: int = 0,
                    deal: int = DEAL) -> Directory:
         """The directory of a state's hosts dealt again to ``size`` ranks, in the same
         order (the same owners when ``size`` and the cap are unchanged); the hashed ones
         are hashed again."""
         directory = cls(size, max_domain_hosts, deal)
-        for pair in zip(state.host.tolist(), state.domain.tolist(), strict=True):
-            directory.assign([pair])
+        for pair in state.tolist():
+            directory.assign([tuple(pair)])
         return directory
-
-
-@dataclass
-class DirectoryState:
-    """The directory in a checkpoint: the host hashes dealt, in the order they were
-    assigned, and their registered domains' hashes."""
-
-    host: np.ndarray  # int64
-    domain: np.ndarray  # int64
 
 
 REFUSED = -1
@@ -195,29 +183,8 @@ def read_notices(values: np.ndarray, found: np.ndarray, rank: int
     return hosts, np.concatenate(news)
 
 
-@dataclass
-class LinkColumns:
-    """Links in a checkpoint, as columns."""
-
-    url: np.ndarray  # str
-    depth: np.ndarray  # int32
-    hops: np.ndarray  # int32
-    anchor: np.ndarray  # str
-
-    @classmethod
-    def of(cls, links: list[Link]) -> LinkColumns:
-        return cls(np.array([x.url for x in links], dtype=object),
-                   np.array([x.depth for x in links], dtype=np.int32),
-                   np.array([x.hops for x in links], dtype=np.int32),
-                   np.array([x.anchor for x in links], dtype=object))
-
-    def links(self) -> list[Link]:
-        return [Link(*x) for x in zip(self.url.tolist(), self.depth.tolist(),
-                                      self.hops.tolist(), self.anchor.tolist(), strict=True)]
-
-
 def encode(links: list[Link]) -> bytes:
-    """One batch as bytes (see the module docstring)."""
+    """One batch as bytes (see the module docstring); checkpoints hold links so too."""
     return "".join(f"{x.depth} {x.hops} {x.url} {x.anchor}\n" if x.anchor
                    else f"{x.depth} {x.hops} {x.url}\n" for x in links).encode()
 

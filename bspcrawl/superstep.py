@@ -46,7 +46,6 @@ from bspcrawl.index.window import Window
 from bspcrawl.messages import Link
 from bspcrawl.partition import (
     Directory,
-    LinkColumns,
     host_pair,
     notice,
     pack,
@@ -280,8 +279,8 @@ class Crawl:
         self.store.seal(k)
         frontier = self.frontier.state(self.scheduler.unfinished(), full=None)
         base = self.retention.base_of(k, frontier)
-        state = checkpoint.RankState(frontier, self.directory.state(),
-                                     LinkColumns.of(self.inbox), LinkColumns.of(self.held))
+        state = checkpoint.RankState.of(frontier, self.directory.state(), self.inbox,
+                                        self.held)
         checkpoint.write(self.out, self.rank, k, state, {
             "next_seq": self.window.next_seq, "counters": self.stats.totals(), "base": base})
         self._fault(k, "during")
@@ -290,7 +289,7 @@ class Crawl:
             checkpoint.mark_complete(self.out, k, self.size, {
                 "settings": self.settings.to_dict(), "seeds": self.seeds})
         bsp.barrier(self.comm)
-        self.retention.completed(k, frontier, base)
+        self.retention.keep(k, frontier, base)
         self._fault(k, "after")
 
     def _restore(self, resume: Resume) -> None:
@@ -307,10 +306,10 @@ class Crawl:
                               [checkpoint.frontier_dir(self.out, r) for r in ranks])
         if self.rank < len(resume.states):
             own, attrs = resume.states[self.rank]
-            self.retention.resumed(resume.superstep, own.frontier, attrs["base"])
+            self.retention.keep(resume.superstep, own.frontier, attrs["base"], collect=False)
         self.inbox = []
         for name in ("inbox", "held"):  # with another P, held links go to their owners
-            links = [x for st in states for x in getattr(st, name).links()]
+            links = [x for st in states for x in st.links(name)]
             if name == "held" and same:
                 self.held = links
             else:

@@ -25,7 +25,7 @@ from bspcrawl import checkpoint
 from bspcrawl.frontier import Frontier
 from bspcrawl.hosts import Host
 from bspcrawl.messages import FetchJob, FetchResult, Link
-from bspcrawl.partition import Directory, LinkColumns
+from bspcrawl.partition import Directory
 from bspcrawl.settings import Settings
 
 ROBOTS = b"User-agent: *\nDisallow: /private/\nCrawl-delay: 1\n"
@@ -68,8 +68,7 @@ def main() -> None:
         frontier = build(args.seen, args.hosts, args.waiting, out)
         before = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
         t0 = time.perf_counter()
-        none = LinkColumns.of([])
-        state = checkpoint.RankState(frontier.state([]), Directory(1).state(), none, none)
+        state = checkpoint.RankState.of(frontier.state([]), Directory(1).state(), [], [])
         t1 = time.perf_counter()
         checkpoint.write(out, 0, 1, state, {"next_seq": 0})
         t2 = time.perf_counter()

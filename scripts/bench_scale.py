@@ -50,7 +50,7 @@ import numpy as np
 from bspcrawl import checkpoint
 from bspcrawl.frontier import Frontier, FrontierState
 from bspcrawl.messages import FetchResult, Link
-from bspcrawl.partition import Directory, LinkColumns
+from bspcrawl.partition import Directory
 from bspcrawl.seen import SeenSet
 from bspcrawl.settings import Settings
 
@@ -214,8 +214,7 @@ def run_frontier(n: int, hosts: int, kind: str, batch: int, more: int, tmp: Path
 
 def rank_state(frontier: FrontierState) -> checkpoint.RankState:
     """A rank file's state of one rank with nothing in transit."""
-    none = LinkColumns.of([])
-    return checkpoint.RankState(frontier, Directory(1).state(), none, none)
+    return checkpoint.RankState.of(frontier, Directory(1).state(), [], [])
 
 
 def timed_checkpoint(snapshot: Callable[[], checkpoint.RankState | SeenOnly], out: Path,

@@ -11,7 +11,7 @@ from bspcrawl import backlog, checkpoint
 from bspcrawl.backlog import Backlog, record
 from bspcrawl.frontier import Frontier
 from bspcrawl.messages import FetchResult, Link
-from bspcrawl.partition import Directory, LinkColumns
+from bspcrawl.partition import Directory
 from bspcrawl.settings import Settings
 
 UNPACED = {"politeness_min_host_delay": 0.0, "politeness_response_factor": 0.0}
@@ -140,9 +140,8 @@ def test_an_incremental_chain_resumes_as_a_full_checkpoint_and_a_kill_loses_noth
 
 def test_a_checkpoint_whose_backlog_file_is_gone_is_unreadable_not_a_crash(tmp_path):
     f, states = frontier_at(checkpoint.frontier_dir(tmp_path, 0), 6, {5: True})
-    none = LinkColumns.of([])
-    checkpoint.write(tmp_path, 0, 5, checkpoint.RankState(states[5], Directory(1).state(),
-                                                          none, none), {"base": 5})
+    state = checkpoint.RankState.of(states[5], Directory(1).state(), [], [])
+    checkpoint.write(tmp_path, 0, 5, state, {"base": 5})
     assert checkpoint.read(tmp_path, 0, 5)[0].frontier.queue.backlog.count.sum() > 0
     victim = sorted(states[5].queue.backlog.files())[0]
     (checkpoint.frontier_dir(tmp_path, 0) / victim).unlink()

@@ -12,7 +12,7 @@ import pytest
 from bspcrawl import checkpoint
 from bspcrawl.frontier import Frontier
 from bspcrawl.messages import FetchResult, Link
-from bspcrawl.partition import Directory, LinkColumns, host_pair
+from bspcrawl.partition import Directory, host_pair
 from bspcrawl.settings import Settings
 from bspcrawl.urls import TRACKING_PARAMS, strip_params
 
@@ -164,9 +164,8 @@ def test_a_robots_txt_of_any_bytes_survives_a_checkpoint(tmp_path):
     for job in jobs:
         body = utf16 if job.host == "a.test:80" else b"\x00\xff\x00junk"
         f.done(FetchResult(job, status=200, body=body, ended=0.0))
-    none = LinkColumns.of([])
-    checkpoint.write(tmp_path, 0, 5, checkpoint.RankState(f.state([]), Directory(1).state(),
-                                                          none, none), {})
+    state = checkpoint.RankState.of(f.state([]), Directory(1).state(), [], [])
+    checkpoint.write(tmp_path, 0, 5, state, {})
     state, _ = checkpoint.read(tmp_path, 0, 5)
     g = frontier(tmp_path)
     g.restore([state.frontier], lambda key: True)
@@ -256,12 +255,12 @@ def test_every_part_state_survives_its_file_and_a_restore(tmp_path):
                 f.revisit_later(Link(job.url, job.depth, job.hops), job.fp, 50.0 + seq)
     directory = Directory(2)
     directory.assign(host_pair(f"h{i}.test:80") for i in range(6))
-    held = LinkColumns.of([Link("http://new.test/", 2, 1, "the manual")])
-    state = checkpoint.RankState(f.state([]), directory.state(), LinkColumns.of([]), held)
+    held = [Link("http://new.test/", 2, 1, "the manual")]
+    state = checkpoint.RankState.of(f.state([]), directory.state(), [], held)
     assert len(state.frontier.revisits.left) and len(state.frontier.hosts.retry_fp)
     checkpoint.write(tmp_path, 0, 3, state, {"base": 3})
     back, attrs = checkpoint.read(tmp_path, 0, 3)
-    assert attrs == {"base": 3} and same(back, state)
+    assert attrs == {"base": 3} and same(back, state) and back.links("held") == held
     assert Directory.from_state(back.directory, 2).owners == directory.owners
     g = frontier(checkpoint.frontier_dir(tmp_path, 0), queue_batch=4, crawl_max_host_pages=30,
                  crawl_max_domain_pages=60)

@@ -9,7 +9,6 @@ from bspcrawl.messages import ANCHOR_BYTES, Link, clip_anchor
 from bspcrawl.partition import (
     REFUSED,
     Directory,
-    LinkColumns,
     decode,
     encode,
     host_pair,
@@ -75,11 +74,6 @@ def test_encode_decode_round_trip_keeps_order_and_fields():
              Link("http://d.example/", 2, 0, clip_anchor("x " * 500))]
     assert decode(encode(links)) == links
     assert links[2].anchor == "Read the café manual" and len(links[3].anchor) == ANCHOR_BYTES
-
-
-def test_links_of_a_checkpoint_keep_their_anchor_text():
-    links = [Link("http://a/1", 1, 0, "the manual"), Link("http://a/2")]
-    assert LinkColumns.of(links).links() == links
 
 
 def test_pack_unpack_concatenates_rank_batches():
