@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from bspcrawl import backlog, checkpoint
+from bspcrawl import backlog, checkpoint, journal
 from bspcrawl.backlog import Backlog, record
 from bspcrawl.frontier import Frontier
 from bspcrawl.messages import FetchResult, Link
@@ -168,3 +168,33 @@ def test_an_incremental_snapshot_writes_only_the_hosts_changed_since_the_full_on
     assert not hosts["a.test:80"].rules.allowed("http://a.test/x")
     assert hosts["b.test:80"].rules.allowed("http://b.test/x")
     assert g.waiting_links() == f.waiting_links()
+
+
+def test_retention_keeps_what_the_last_two_checkpoints_name_and_deletes_the_rest(
+        tmp_path, small_segments, monkeypatch):
+    monkeypatch.setattr(journal, "TAIL_BYTES", 8)  # the journal in its files at once
+    f = Frontier(Settings(**UNPACED, queue_batch=5, queue_memory_budget=0).validate(),
+                 clock=lambda: 0.0, backlog_dir=checkpoint.frontier_dir(tmp_path, 0))
+    retention = checkpoint.Retention(tmp_path, 0, f.queue.backlog)
+    rng = random.Random(3)
+    kept = []
+    for k in range(1, 9):
+        for seq in range(3):
+            f.receive([Link(f"http://h{rng.randrange(5)}.test/{rng.randrange(10**6)}",
+                            rng.randrange(3)) for _ in range(20)])
+            for j in f.next_jobs(10 * k + seq):
+                f.done(FetchResult(j, status=404 if j.robotstxt else 200, ended=0.0))
+        state = f.state([], full=k % 3 == 1)
+        base = retention.base_of(k, state)
+        checkpoint.write(tmp_path, 0, k, checkpoint.RankState.of(
+            state, Directory(1).state(), [], []), {"base": base})
+        retention.keep(k, state, base)
+        kept = (kept + [(k, base)])[-2:]
+        for step, _ in kept:  # every kept checkpoint is whole
+            checkpoint.read(tmp_path, 0, step)
+    files = {p.name for p in checkpoint.frontier_dir(tmp_path, 0).iterdir()}
+    needed = set().union(*(checkpoint.needs(checkpoint.read(tmp_path, 0, k)[0].frontier)
+                           for k, _ in kept))
+    assert files == needed | (f.queue.backlog.live() & files)
+    assert {int(p.stem.split("-")[2]) for p in (tmp_path / "checkpoint").glob("*.h5")} == {
+        step for pair in kept for step in pair}

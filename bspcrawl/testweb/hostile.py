@@ -59,7 +59,7 @@ earlier request).
   times (``frontier.py``, ``Frontier.done``); a robots.txt fetch (a chain of requests through
   its redirects) whose last answer was a 5xx, a status < 200 or an error (and not more than
   five redirects, nor a refused address: ``politeness.unreachable``) is fetched again up to
-  ``robotstxt_retries`` times (``Frontier._robots``); a 429 counts as unreachable (as
+  ``robotstxt_retries`` times (``HostTable._robots``); a 429 counts as unreachable (as
   Google treats it), every other 4xx as "unavailable", final. libcurl itself sends a
   request again once when a reused connection fails before the answer's first byte (RFC
   9110 9.2.2); an ``err`` on a ``reused`` connection followed within
