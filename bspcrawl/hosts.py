@@ -373,7 +373,7 @@ class HostTable:
         queued = [(k, h) for k, h in self.hosts.items() if h.waiting]
         return HostsState(
             key=np.array([k for k, _ in rows], dtype=object),
-            robots_txt=np.array([h.robots_txt if h.rules else b"" for _, h in rows],
+            robots_txt=np.array([h.robots_txt if h.rules is not None else b"" for _, h in rows],
                                 dtype=object),
             known=np.array([h.rules is not None for _, h in rows], dtype=bool),
             rules_left=np.array([h.rules_until - now for _, h in rows], np.float64),

@@ -85,7 +85,7 @@ class Outcome:
 @dataclass
 class Resume:
     """The complete checkpoint a crawl continues from: its superstep and every rank's
-    state (arrays, attributes) as written by the crawl that stopped."""
+    state (``checkpoint.RankState``, attributes) as written by the crawl that stopped."""
 
     superstep: int
     states: list[tuple[checkpoint.RankState, dict]]
