@@ -5,11 +5,9 @@ Supersteps are globally consistent cut points: after the sync of superstep K no 
 in transit, and every rank has committed exactly what it will ever commit by K. A
 checkpoint of K is
 
-- per rank, ``DIR/checkpoint/rank-NNNN-SSSSSSSSSS.h5``: a :class:`RankState` (the
-  frontier's parts, the host directory, the URLs delivered but not yet received and those
-  held for hosts not dealt yet), and as attributes the next sequence number, the counters
-  and the checkpoint's base; written to a temporary file, fsynced and renamed, after the
-  rank sealed its index segment of K (index/store.py);
+- per rank, ``DIR/checkpoint/rank-NNNN-SSSSSSSSSS.h5``: a :class:`RankState`, and as
+  attributes the next sequence number, the counters and the checkpoint's base; written
+  to a temporary file, fsynced and renamed, after the rank sealed its index segment of K;
 - then, once every rank has written its file (a collective), ``DIR/checkpoint/
   checkpoint.json``, written the same atomic way by rank 0, naming K, the number of ranks,
   the previous complete checkpoint, the settings and the seeds. Only a checkpoint named
@@ -25,11 +23,9 @@ the hosts changed since its *base*, the full checkpoint it builds on (``attrs["b
 (``backlog.py``) and the seen-set journal's (``journal.py``) instead of copying them.
 
 Retention (:class:`Retention`): a rank keeps the files of the last two complete
-checkpoints and of their bases, the backlog segments and journal segments they name, and
-deletes the rest; so a crash at any point leaves the previous complete checkpoint usable,
-its files deleted only after a newer one is complete. Resuming from K deletes the index
-segments sealed after K, so no page, doc id or posting is committed twice, and the pages
-committed after K are fetched again.
+checkpoints and of their bases, and the backlog and journal segments they name: a crash
+at any point leaves the previous complete checkpoint usable. Resuming from K deletes the
+index segments sealed after K (index/store.py), so nothing is committed twice.
 """
 
 from __future__ import annotations

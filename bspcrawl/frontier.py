@@ -9,10 +9,9 @@
 - the *revisits* (``revisits.py``): pages to fetch again a while after their commit.
 
 A URL accepted goes to the queue; extracted (the top R of a schedule), it waits in its
-host's Q until its host may get a job. Hosts that can take a job are served before the
-queue's top R; a schedule holds at most R jobs. For unpaced hosts that answer, every
-decision depends only on the order of operations, never on the clock, so crawls with the
-same seeds, settings and P schedule the same URLs in the same order.
+host's Q until its host may get a job. For unpaced hosts that answer, every decision
+depends only on the order of operations, never on the clock, so crawls with the same
+seeds, settings and P schedule the same URLs in the same order.
 """
 
 from __future__ import annotations
@@ -58,13 +57,11 @@ class Frontier:
     API: :meth:`receive` links, :meth:`next_jobs` for a schedule, :meth:`done` for each
     result, :meth:`revisit_later` a page committed, :meth:`next_ready`; ``len()`` counts
     URLs waiting (queue, Q and revisits); :meth:`state` and :meth:`restore` for
-    checkpoints. Counters go to ``stats``; ``clock`` is the monotonic clock politeness
-    reads. The seen set spills to ``seen_dir``; the backlog and the journal live in
-    ``backlog_dir``.
+    checkpoints. ``clock`` is the monotonic clock politeness reads. The seen set spills to
+    ``seen_dir``; the backlog and the journal live in ``backlog_dir``.
 
     Invariants (:meth:`_check`, and each part's): every URL waiting is in exactly one
-    place, the queue or one host's Q; every one of them is in the seen set; the URLs a
-    revisit put back are waiting.
+    place, the queue or one host's Q, and in the seen set.
     """
 
     def __init__(self, settings: Settings, stats: Stats | None = None,
