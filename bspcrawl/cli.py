@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, NoReturn
 from bspcrawl import __version__
 from bspcrawl import settings as settings_mod
 from bspcrawl.index.output import OutputError, prepare
+from bspcrawl.index.store import LayoutError
 from bspcrawl.settings import Settings
 
 if TYPE_CHECKING:
@@ -196,7 +197,7 @@ def _crawl(args: argparse.Namespace, out: Path,
             plan = setup()
             if plan[0].status_port:
                 status = _status_board(out, plan[0])
-        except (UsageError, OutputError, checkpoint.CheckpointError,
+        except (UsageError, OutputError, LayoutError, checkpoint.CheckpointError,
                 settings_mod.SettingsError) as e:
             error = str(e)
     error, plan = comm.bcast((error, plan), root=0)
@@ -641,7 +642,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     """Entry point of the ``bspcrawl`` console script."""
     args = build_parser().parse_args(argv)
-    usage_errors = (UsageError, OutputError, settings_mod.SettingsError,
+    usage_errors = (UsageError, OutputError, LayoutError, settings_mod.SettingsError,
                     *getattr(args, "web_errors", ()))
     try:
         sys.exit(args.func(args) or 0)

@@ -284,5 +284,5 @@ def store(out: Path, sizes: list[int], x: np.ndarray, attrs: dict) -> None:
         write_atomically(rank_path(out, r), fill, edit=True)
     with h5py.File(out / "crawl.h5", "r") as f:
         summary = {k: v for k, v in f.attrs.items()
-                   if k not in ("format", "version", "ranks", "joined")}
+                   if k not in ("format", "layout", "version", "ranks", "joined")}
     join(out, len(sizes), summary)

@@ -147,9 +147,6 @@ class Shard:
         self.path, self.number, self.first_row = path, number, first_row
         self.history: History | None = None
         with h5py.File(path, "r") as f:
-            if ranking.GROUP not in f:
-                raise SearchError(f"{path} has no search index (crawled by an older "
-                                  "bspcrawl); crawl again to search it")
             g = f[ranking.GROUP]
             read = {name: g[name][:] for name in (
                 "terms", "offsets", "docs", "tf", "wtf", "atf", "length", "wlength",

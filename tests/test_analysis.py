@@ -485,7 +485,7 @@ def test_spare_gives_a_busy_rank_a_helper_when_a_core_idles(tmp_path, monkeypatc
 def test_a_helper_taken_mid_crawl_gives_the_same_index(tmp_path, monkeypatch):
     # --parse-processes -1 on one core starts with no helper; Spare gives the rank one at
     # its third look (forced here: the machine's idle time is not the test's to set)
-    names = ("pages/url", "index/terms", "index/offsets", "index/docs", "index/tf",
+    names = ("pages/url", "search/terms", "search/offsets", "search/docs", "search/tf",
              "links/targets", "pages/simhash", "search/wtf")
     looks = iter(range(1, 10**6))
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})

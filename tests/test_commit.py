@@ -81,13 +81,17 @@ class Rank:
                 pages[name] = f[f"pages/{name}"].asstr()[()].tolist()
             off, targets = f["links/offsets"][()], f["links/targets"][()]
             links = [targets[off[i]:off[i + 1]].tolist() for i in range(len(off) - 1)]
-            terms = f["index/terms"].asstr()[()].tolist()
-            toff, docs, tf = f["index/offsets"][()], f["index/docs"][()], f["index/tf"][()]
+            s = f["search"]
+            word = dict(zip(s["vocab_hash"][()].tolist(),
+                            (bytes(t).decode() for t in s["vocab"][()]), strict=True))
+            terms = [word.get(h) for h in s["terms"][()].tolist()]
+            toff, docs, tf = s["offsets"][()], s["docs"][()], s["tf"][()]
         postings: dict[int, dict[str, int]] = {}
         for i, term in enumerate(terms):
             for d, n in zip(docs[toff[i]:toff[i + 1]].tolist(), tf[toff[i]:toff[i + 1]].tolist(),
                             strict=True):
-                postings.setdefault(d, {})[term] = n
+                if n:
+                    postings.setdefault(d, {})[term] = n
         return {"pages": pages, "links": links, "postings": postings}
 
 

@@ -53,8 +53,9 @@ def _index(out):
     with h5py.File(out / "crawl.h5") as f:
         ranks = int(f.attrs["ranks"])
         return [{name: f[f"ranks/{r:04d}/{name}"][:] for name in
-                 ("pages/url", "pages/seq", "pages/simhash", "index/terms", "index/offsets",
-                  "index/docs", "index/tf", "links/offsets", "links/targets", "search/wtf",
+                 ("pages/url", "pages/seq", "pages/simhash", "search/terms", "search/offsets",
+                  "search/docs", "search/tf", "search/vocab", "links/offsets", "links/targets",
+                  "search/wtf",
                   "search/pairs/terms", "search/pairs/docs", "search/title")} for r in range(ranks)]
 
 

@@ -44,8 +44,8 @@ def assert_complete_and_exact(out, web):
                 assert (xxhash.xxh3_64_intdigest(body) if body else 0) == fp
             docs = rank["pages/doc_id"][:]
             assert np.array_equal(docs, np.arange(len(docs))), name
-            n_terms = f[f"ranks/{name}/index/offsets"][-1]
-            assert n_terms == f[f"ranks/{name}/index/docs"].shape[0]
+            n_postings = f[f"ranks/{name}/search/offsets"][-1]
+            assert n_postings == f[f"ranks/{name}/search/docs"].shape[0]
             assert f[f"ranks/{name}/links/offsets"].shape[0] == len(docs) + 1
     assert len(urls) == len(set(urls)), "a URL was committed twice"
     assert sorted(urls) == web.truth(web.seeds())

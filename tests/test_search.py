@@ -174,14 +174,14 @@ def test_pagerank_part_once_the_crawl_is_ranked(tmp_path):
                                           + MIX["pagerank"] * explained["pagerank"], rel=1e-5)
 
 
-def test_a_crawl_without_search_index_is_one_error_line(tmp_path):
+def test_a_crawl_of_an_older_bspcrawl_is_one_error_line(tmp_path):
     import h5py
 
     out = build(tmp_path / "crawl")
-    with h5py.File(out / "rank-0000.h5", "r+") as f:
-        del f["search"]
+    with h5py.File(out / "crawl.h5", "r+") as f:
+        f.attrs["layout"] = 1
     bad = run(out, "apple")
-    assert bad.returncode == 2 and "no search index" in bad.stderr
+    assert bad.returncode == 2 and "older bspcrawl" in bad.stderr
     assert len(bad.stderr.splitlines()) == 1
 
 

@@ -12,7 +12,8 @@ import pytest
 from bspcrawl.counters import STATS_DTYPE
 from bspcrawl.index.output import join
 from bspcrawl.index.simhash import simhash
-from bspcrawl.index.store import PAGE_FIELDS, RankStore, by_term, split_rank_file
+from bspcrawl.index import ranking
+from bspcrawl.index.store import PAGE_FIELDS, RankStore, split_rank_file
 from bspcrawl.index.terms import count_terms
 from bspcrawl.messages import FetchJob, FetchResult
 
@@ -57,14 +58,23 @@ def test_pages_links_and_inverted_index_round_trip(tmp_path):
         assert f["pages/simhash"][:].tolist() == expect_simhash
         off, tgt = f["links/offsets"][:], f["links/targets"][:]
         assert [tgt[off[i]:off[i + 1]].tolist() for i in range(50)] == expect_links
-        terms = [t.encode() for t in f["index/terms"].asstr()[:]]
-        assert terms == sorted(expect_post)
-        off, docs, tf = f["index/offsets"][:], f["index/docs"][:], f["index/tf"][:]
-        for i, t in enumerate(terms):
-            got = list(zip(docs[off[i]:off[i + 1]].tolist(), tf[off[i]:off[i + 1]].tolist(),
-                           strict=True))
-            assert got == expect_post[t]
+        assert page_postings(f) == expect_post
         assert f["stats"].shape == (1,)
+
+
+def page_postings(f):
+    """Term (its bytes) -> [(doc, tf)] of the page text, from a rank file's ``/search``."""
+    s = f["search"]
+    words = dict(zip(s["vocab_hash"][:].tolist(), (bytes(t) for t in s["vocab"][:]),
+                     strict=True))
+    off, docs, tf = s["offsets"][:], s["docs"][:], s["tf"][:]
+    found = {}
+    for i, h in enumerate(s["terms"][:].tolist()):
+        got = [(d, t) for d, t in zip(docs[off[i]:off[i + 1]].tolist(),
+                                      tf[off[i]:off[i + 1]].tolist(), strict=True) if t]
+        if got:
+            found[words[h]] = got
+    return found
 
 
 def doc_fp(res):
@@ -109,24 +119,21 @@ def test_resume_drops_segments_after_the_checkpoint_and_continues_doc_ids(tmp_pa
     with h5py.File(tmp_path / "rank-0000.h5") as a, \
             h5py.File(tmp_path / "whole" / "rank-0000.h5") as b:
         for name in ("pages/url", "pages/doc_id", "links/offsets", "links/targets",
-                     "index/terms", "index/offsets", "index/docs", "index/tf"):
+                     "search/terms", "search/offsets", "search/docs", "search/tf",
+                     "search/vocab", "search/vocab_hash"):
             assert np.array_equal(a[name][:], b[name][:]), name
 
 
-@pytest.mark.parametrize("older", [False, True])
-def test_a_joined_rank_file_splits_back_into_a_segment(tmp_path, older):
-    """``older``: a rank file of a bspcrawl before the index for ranking (no ``/search``):
-    its segment keeps the postings in ``postings/*``, and they join into ``/index``."""
+def test_a_joined_rank_file_splits_back_into_a_segment(tmp_path):
     rng = random.Random(5)
     store = RankStore(tmp_path, 0, 1, {}, flush_pages=100)
     for res, terms, links in fake_pages(12, rng):
         store.commit(res, 0, "", links, terms, len(res.body))
     store.close(superstep=4)
     with h5py.File(tmp_path / "rank-0000.h5", "r+") as f:
-        before = {n: f[n][:] for n in ("pages/url", "index/terms", "index/docs", "index/tf")}
-        assert len(before["index/docs"]) > 20
-        if older:
-            del f["search"]
+        before = {n: f[n][:] for n in ("pages/url", "search/terms", "search/docs", "search/tf",
+                                       "search/vocab")}
+        assert len(before["search/docs"]) > 20
     split_rank_file(tmp_path, 0, 4)
     again = RankStore(tmp_path, 0, 1, {}, flush_pages=100, resume_at=4)
     assert again.docs == 12
@@ -136,18 +143,38 @@ def test_a_joined_rank_file_splits_back_into_a_segment(tmp_path, older):
             assert np.array_equal(f[name][:], values), name
 
 
-def test_postings_are_ordered_by_term_number_then_doc():
-    rng = random.Random(5)
-    for _ in range(300):
-        term_hashes = np.array(rng.sample(range(-10**6, 10**6), rng.randint(1, 30)))
-        hashes = np.array([rng.choice(term_hashes.tolist()) for _ in range(rng.randint(0, 200))],
-                          dtype=np.int64)
-        order, offsets = by_term(hashes, term_hashes)
-        number = {h: t for t, h in enumerate(term_hashes.tolist())}
-        expected = sorted(range(len(hashes)), key=lambda i: (number[int(hashes[i])], i))
-        assert order.tolist() == expected
-        counts = [int((hashes == h).sum()) for h in term_hashes]
-        assert offsets.tolist() == np.concatenate(([0], np.cumsum(counts))).tolist()
+def test_a_join_of_many_segments_in_small_batches_equals_one_segment(tmp_path, monkeypatch):
+    """The join merges the segments' sorted postings in batches: with a segment every 3
+    pages and batches of a few rows, the rank file is the one a single segment gives,
+    anchor text credited (to a page fetched twice: its latest row) included."""
+    rng = random.Random(11)
+    pages = list(fake_pages(60, rng))
+    words = [count_terms(b"alpha beta gamma w1 w2").hashes, count_terms(b"w3 delta").hashes]
+
+    def crawl(out, every):
+        store = RankStore(out, 0, 1, {}, flush_pages=100)
+        for i, (res, terms, links) in enumerate(pages):
+            store.commit(res, i % 50, "", links, terms, len(res.body))  # 50..59: refetched
+            hashes = words[i % 2]
+            store.search.add_anchors(np.full(len(hashes), (7 * i) % 70), hashes,
+                                     np.full(len(hashes), 1 + i % 3))
+            if i % every == every - 1:
+                store.seal(superstep=i)
+        store.close(superstep=100)
+        with h5py.File(out / "rank-0000.h5") as f:
+            return {name: f["search"][name][()] for name in (
+                "terms", "offsets", "docs", "tf", "wtf", "atf", "length", "wlength",
+                "alength", "title", "pairs/terms", "pairs/offsets", "pairs/docs", "vocab",
+                "vocab_hash", "anchor/fp", "anchor/term", "anchor/tf")}
+
+    whole = crawl(tmp_path / "one", every=1000)
+    monkeypatch.setattr(ranking, "MERGE_ROWS", 8)
+    monkeypatch.setattr(ranking, "MERGE_MIN", 2)
+    parts = crawl(tmp_path / "many", every=3)
+    assert whole["atf"].sum() > 0 and whole["alength"][50:].sum() > 0
+    assert whole["alength"][:10].sum() == 0  # their URLs were fetched again: rows 50..
+    for name, values in whole.items():
+        assert np.array_equal(parts[name], values), name
 
 
 FULL_DISK = """

@@ -4,8 +4,8 @@ A query of words goes to the crawl's index for ranking (:mod:`bspcrawl.search`, 
 ranking of ``bspcrawl search``: BM25F over title, headings, body and anchor text, phrase
 hits, PageRank once ``bspcrawl rank`` has run, duplicates folded), with a snippet for each
 result. A query that looks like a URL or a host (one token holding ``.``, ``/`` or ``:``,
-such as ``127.1.0.2`` or ``example.org/docs``), and every query on a crawl written without
-that index (an older bspcrawl), is matched plainly against the pages' titles and URLs.
+such as ``127.1.0.2`` or ``example.org/docs``), is matched plainly against the pages'
+titles and URLs.
 """
 
 from __future__ import annotations
@@ -58,7 +58,6 @@ class SearchBox:
         self.view, self.limit = view, limit
         self._lock = threading.Lock()
         self._searcher: ranking.Searcher | None = None
-        self._indexed: bool | None = None  # None: not looked at yet
 
     def search(self, query: str) -> list[Found]:
         """The results of ``query``, best first."""
@@ -67,22 +66,11 @@ class SearchBox:
         if looks_like_address(query):
             return plain(self.view, query, self.limit)
         with self._lock:
-            searcher = self._open()
-            if searcher is None:
-                return plain(self.view, query, self.limit)
+            if self._searcher is None:
+                self._searcher = ranking.Searcher(ranking.open_shards(self.view.out))
             try:
-                hits = ranking.search(searcher, self.view.out, query, self.limit)
+                hits = ranking.search(self._searcher, self.view.out, query, self.limit)
             except ranking.SearchError:  # no word to search for (punctuation only)
                 return plain(self.view, query, self.limit)
         return [Found(Page(r.url, r.title, timestamp14(r.fetch_time)), r.snippet)
                 for r in hits]
-
-    def _open(self) -> ranking.Searcher | None:
-        """The searcher, opened once; None for a crawl without an index for ranking."""
-        if self._indexed is None:
-            try:
-                self._searcher = ranking.Searcher(ranking.open_shards(self.view.out))
-                self._indexed = True
-            except ranking.SearchError:
-                self._indexed = False
-        return self._searcher

@@ -3,7 +3,7 @@
 This ties together :mod:`~bspcrawl.index.validators` (what each URL's last response said
 about caching), :mod:`~bspcrawl.index.history` (every fetched version of each URL) and
 :mod:`~bspcrawl.index.warc` (the bodies) for the crawl loop, after Yioop's cache history
-and validation (Kukreti 2013, ``../shared/seeds/002_*``):
+and validation (Kukreti, 2013):
 
 * :meth:`Archive.plan`, once per schedule: one batch lookup of the schedule's URLs in
   the validator store. A URL whose archived copy is still fresh (``Expires`` or
@@ -34,7 +34,7 @@ Segments (``bspcrawl.index.store``) carry what each sealed stretch added: ``hist
 (one column per ``history.FIELDS``) and ``validators/*`` (the rows updated:
 ``fp``, ``etag``, ``last_modified``, ``expires``, ``fetched``, ``content_fp``); the
 joined rank file holds ``/history`` (``History.save``), ``/validators``
-(``ValidatorStore.save``) and ``/warc/files`` (:func:`collect`, :func:`save`).
+(``ValidatorStore.save``) and ``/warc/files`` (:func:`join`).
 """
 
 from __future__ import annotations
@@ -49,7 +49,10 @@ import h5py
 import numpy as np
 
 from bspcrawl.index.cdxj import INDEXES_DIR, REVISIT_MIME, CdxjWriter, bare_mime
+from bspcrawl.index.columns import concat
 from bspcrawl.index.history import FIELDS, History, Version
+from bspcrawl.index.history import FORMAT as HISTORY_FORMAT
+from bspcrawl.index.history import VERSION as HISTORY_VERSION
 from bspcrawl.index.validators import Validators, ValidatorStore, revalidate
 from bspcrawl.index.warc import (
     Archived,
@@ -249,21 +252,25 @@ def take_rows(segment: h5py.File, history: History, store: ValidatorStore) -> li
     return files
 
 
-def collect(parts: list[h5py.File], out: Path, rank: int
-            ) -> tuple[History, ValidatorStore, list[str]]:
-    """The history, validators and WARC file table of a rank, from its segments (oldest
-    first); :func:`save` writes them into the joined rank file."""
-    history, store, files = History(), ValidatorStore(), []
-    for part in parts:
-        files = take_rows(part, history, store) or files
-    return history, store, files + own_files(out, rank)
-
-
-def save(f: h5py.File, history: History, store: ValidatorStore, files: list[str]) -> None:
-    """Write ``/history``, ``/validators`` and ``/warc/files`` of a rank file."""
-    history.save(f.create_group("history"))
+def join(f: h5py.File, parts: list[h5py.File], out: Path, rank: int) -> None:
+    """Write ``/history``, ``/validators`` and ``/warc/files`` of a rank file from its
+    segments (oldest first): the history rows copied one segment at a time, the
+    validators' latest rows (one per URL) gathered in a store first."""
+    kept = [p for p in parts if "history" in p]
+    history = f.create_group("history")
+    for name, dtype in FIELDS.items():
+        concat(history, name, kept, f"history/{name}", dtype, maxshape=(None,))
+    history.attrs.update(format=HISTORY_FORMAT, version=HISTORY_VERSION)
+    store, files = ValidatorStore(), []
+    for part in kept:
+        rows = {name: part[f"validators/{name}"][:] for name in VALIDATOR_FIELDS}
+        rows["etag"] = part["validators/etag"].asstr()[:].tolist()
+        if len(rows["fp"]):
+            store.update(*(rows[name] for name in VALIDATOR_FIELDS))
+        files = json.loads(part.attrs["warc_files"]) or files
     store.save(f.create_group("validators"))
-    f.create_dataset("warc/files", data=np.array(files, dtype=object), dtype=STR)
+    f.create_dataset("warc/files", data=np.array(files + own_files(out, rank), dtype=object),
+                     dtype=STR)
 
 
 def own_files(out: Path, rank: int) -> list[str]:
@@ -275,10 +282,8 @@ def own_files(out: Path, rank: int) -> list[str]:
 
 
 def split(f: h5py.File, segment: h5py.File) -> None:
-    """Turn a joined rank file's archive back into segment rows (inverse of :func:`collect`
-    and :func:`save`, for resuming a crawl that stopped and joined its files)."""
-    if "history" not in f:
-        return
+    """Turn a joined rank file's archive back into segment rows (inverse of :func:`join`,
+    for resuming a crawl that stopped and joined its files)."""
     history = History.load(f["history"])
     store = ValidatorStore.load(f["validators"])
     own = f"{WARC_DIR}/rank-"

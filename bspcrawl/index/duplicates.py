@@ -26,7 +26,6 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from bspcrawl.index.inspect import open_crawl
-from bspcrawl.index.output import OutputError
 from bspcrawl.index.simhash import K
 from bspcrawl.index.store import answered_ok
 
@@ -92,8 +91,6 @@ def cluster_of(out: Path) -> np.ndarray:
     Fold search results by it."""
     with open_crawl(out) as f:
         p = f["pages"]
-        if "simhash" not in p:
-            raise OutputError(f"{out} has no /pages/simhash (crawled by an older bspcrawl)")
         return clusters(p["content_fp"][:], p["simhash"][:],
                         answered_ok(p["status"][:], p["revisit"][:]))
 

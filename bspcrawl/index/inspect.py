@@ -19,7 +19,7 @@ import numpy as np
 from bspcrawl.counters import summarise
 from bspcrawl.index.history import History, Version
 from bspcrawl.index.output import CRAWL_FILE, OutputError
-from bspcrawl.index.store import answered_ok
+from bspcrawl.index.store import LAYOUT, answered_ok
 from bspcrawl.index.warc import read_body
 from bspcrawl.urls import key_fingerprints, parse, strip_pattern
 
@@ -38,6 +38,10 @@ def open_crawl(out: Path) -> h5py.File:
     if f.attrs.get("format") != "bspcrawl-crawl":
         f.close()
         raise OutputError(f"{path} was not written by bspcrawl")
+    if f.attrs.get("layout") != LAYOUT:
+        f.close()
+        raise OutputError(f"{path} was written by an older bspcrawl; crawl again with this "
+                          "version to read it")
     return f
 
 

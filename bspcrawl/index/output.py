@@ -30,7 +30,7 @@ import numpy as np
 
 from bspcrawl import __version__
 from bspcrawl.counters import STATS_DTYPE
-from bspcrawl.index.store import PAGE_FIELDS, rank_path, write_atomically
+from bspcrawl.index.store import LAYOUT, PAGE_FIELDS, rank_path, write_atomically
 
 CRAWL_FILE = "crawl.h5"
 STOP_FILE = "stop"  # ``bspcrawl stop DIR`` creates DIR/stop: the crawl stops soon after
@@ -95,7 +95,7 @@ def join(out: Path, ranks: int, summary: dict) -> Path:
             f.close()
 
     def fill(crawl: h5py.File) -> None:
-        crawl.attrs.update(format="bspcrawl-crawl", version=__version__, ranks=ranks,
+        crawl.attrs.update(format="bspcrawl-crawl", layout=LAYOUT, version=__version__, ranks=ranks,
                            joined=time.time(), **summary)
         pages = crawl.create_group("pages")
         for name, dtype in PAGE_FIELDS.items():

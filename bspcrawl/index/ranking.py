@@ -1,11 +1,11 @@
-"""The index for ranking: per-field term frequencies, document lengths, titles, phrase pairs
-and anchor text, in the ``/search`` group of each rank file (``docs/search.md``).
+"""The inverted index of a rank: per-field term frequencies, document lengths, titles,
+phrase pairs and anchor text, in the ``/search`` group of each rank file (``docs/search.md``).
 
-After the Compass report (``../shared/seeds/003_*``): a term counts more in the title or a
-heading than in the body, by Compass's tag weights (title 0.30, h1 0.10, h2 0.08, h3 0.066,
-h4 0.04, h5 0.033, any other text 0.01). The weights are used relative to the body's, so
-a word of the title counts as 30 words of the body; the anchor text of the links pointing
-to a page is a field of its own (``index_weight_anchor``, 0.10 by default: an h1).
+A term counts more in the title or a heading than in the body, by the tag weights of the
+Compass search engine (title 0.30, h1 0.10, h2 0.08, h3 0.066, h4 0.04, h5 0.033, any other
+text 0.01). The weights are used relative to the body's, so a word of the title counts as
+30 words of the body; the anchor text of the links pointing to a page is a field of its own
+(``index_weight_anchor``, 0.10 by default: an h1).
 
 Layout of ``/search`` (term hashes as :func:`bspcrawl.index.terms.term_hash`)::
 
@@ -21,32 +21,35 @@ Layout of ``/search`` (term hashes as :func:`bspcrawl.index.terms.term_hash`)::
     title    str      ... the page's <title>
     pairs/terms, pairs/offsets, pairs/docs: the same CSR for the adjacent term pairs of the
              page text (32-bit ``terms.pair_hash``), each doc once, for phrase hits
-
+    vocab, vocab_hash: each term of the pages' text (its bytes) and its hash, once, in
+             the order the rank first met them
     anchor/fp, anchor/term, anchor/tf: the anchor text received, by target URL
              fingerprint, whether the page was fetched or not (kept for a resume)
-
-Postings arrive in doc order (as pages are committed); one sort by term hash, then doc,
-gives each term's docs increasing. Everything loads with one read per column into numpy.
 
 While the crawl runs, :class:`SearchBuffer` collects each committed page's postings and
 the anchor text of the links this rank receives (for the pages of the hosts it owns,
 fetched yet or not), keyed by the target's URL fingerprint; each segment holds a
-``search`` group of what its stretch added (the only copy of its pages' postings: the
-join makes ``/index`` of them too), and :func:`credited` credits the anchor text to the
-pages fetched (by ``/pages/url_fp``) when the segments become the rank file.
+``search`` group of what its stretch added, its postings and pairs sorted by (term, doc).
+:func:`join` makes ``/search`` of the segments: it credits the anchor text to the pages
+fetched (by ``/pages/url_fp``), one segment at a time, then merges the sorted runs in
+batches of bounded size (:func:`merged`): a k-way merge keeps the join's memory bounded
+whatever the crawl's size, where blocks merged at query time would slow every search.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
 
 import h5py
 import numpy as np
 
+from bspcrawl.index.columns import Appender, concat, on_disk
 from bspcrawl.index.terms import TermCounts
 
-__all__ = ["COMPASS_WEIGHTS", "FIELDS", "GROUP", "Postings", "SearchBuffer", "collect",
-           "credited", "csr", "save", "split", "weights_of", "write"]
+__all__ = ["COMPASS_WEIGHTS", "FIELDS", "GROUP", "SearchBuffer", "join", "merged", "split",
+           "weights_of"]
 
 GROUP = "search"
 FORMAT = "bspcrawl-search"
@@ -58,70 +61,10 @@ COMPASS_WEIGHTS = {"title": 0.30, "h1": 0.10, "h2": 0.08, "h3": 0.066, "h4": 0.0
 """Compass's tag weights (``body``: any other text), and the anchor text's."""
 
 
-@dataclass(slots=True)
-class Postings:
-    """Flat postings, each (term, doc) once: ``term`` (int64 hash), ``doc`` (int32), ``tf``
-    (int32), ``wtf`` (float32), ``atf`` (int32)."""
-
-    term: np.ndarray
-    doc: np.ndarray
-    tf: np.ndarray
-    wtf: np.ndarray
-    atf: np.ndarray
-
-
-def csr(keys: np.ndarray) -> tuple[np.ndarray | slice, np.ndarray, np.ndarray]:
-    """(order, distinct sorted keys, offsets): ``keys[order]`` sorted (stable, so docs
-    stay increasing within a key), and each key's block in that order. Keys sorted
-    already (the rank file's postings and pairs: their sort by term and doc makes them
-    so) keep their order: ``slice(None)``, no sort, no copy (on pandas' pages, 2,610 of
-    them, a seventh of the rank file's join)."""
-    if len(keys) < 2 or not (keys[1:] < keys[:-1]).any():
-        order: np.ndarray | slice = slice(None)
-        ordered = keys
-    else:
-        order = np.argsort(keys, kind="stable")
-        ordered = keys[order]
-    starts = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1]))) \
-        if len(ordered) else np.zeros(0, np.int64)
-    offsets = np.append(starts, len(ordered)).astype(np.int64)
-    return order, ordered[starts], offsets
-
-
-def write(f: h5py.File | h5py.Group, postings: Postings, pairs: tuple[np.ndarray, np.ndarray],
-          length: np.ndarray, wlength: np.ndarray, alength: np.ndarray, titles: list[str],
-          weights: dict[str, float]) -> None:
-    """Write the ``/search`` group into ``f`` (see the module docstring). ``pairs``: the
-    (pair hash, doc) of the adjacent term pairs of each page, repeats allowed; ``length``,
-    ``wlength``, ``alength`` and ``titles``: one row per page."""
-    g = f.create_group(GROUP)
-    g.attrs.update(format=FORMAT, version=VERSION, weights=[weights[n] for n in
-                                                            (*FIELDS, "anchor")],
-                   fields=[*FIELDS, "anchor"])
-    order, terms, offsets = csr(postings.term)
-    g["terms"], g["offsets"] = terms, offsets
-    for name in ("doc", "tf", "wtf", "atf"):
-        g[name + "s" if name == "doc" else name] = getattr(postings, name)[order]
-    g["length"] = length.astype(np.int32)
-    g["wlength"] = wlength.astype(np.float32)
-    g["alength"] = alength.astype(np.int32)
-    g.create_dataset("title", data=np.array(titles, dtype=object),
-                     dtype=h5py.string_dtype())
-    hashes, docs = pairs
-    key = np.sort((hashes.astype(np.uint64) << np.uint64(32))
-                  | docs.astype(np.uint64))  # by pair, then doc
-    key = key[np.concatenate(([True], key[1:] != key[:-1]))] if len(key) else key
-    _, terms, offsets = csr((key >> np.uint64(32)).astype(np.int64))
-    g["pairs/terms"], g["pairs/offsets"] = terms, offsets
-    g["pairs/docs"] = (key & np.uint64(0xFFFFFFFF)).astype(np.int32)
-
-
 def relative_weights(weights: dict[str, float]) -> dict[str, float]:
     """The weights divided by the body's (so a word of the body counts 1)."""
     return {name: w / weights["body"] for name, w in weights.items()}
 
-
-_NO_INT = np.zeros(0, np.int64)
 
 
 class SearchBuffer:
@@ -182,11 +125,14 @@ class SearchBuffer:
             self.anchor_tf.append(np.asarray(tf, np.int32))
 
     def seal(self, f: h5py.File) -> None:
-        """Write what was added since the last :meth:`clear` into the segment ``f``."""
+        """Write what was added since the last :meth:`clear` into the segment ``f``: its
+        postings sorted by (term, doc), its pairs too (each once), its pages and anchors."""
         g = f.create_group(GROUP)
-        cat = _concat
-        g["postings/term"], g["postings/doc"] = cat(self.term, np.int64), cat(self.doc, np.int32)
-        g["postings/tf"], g["postings/wtf"] = cat(self.tf, np.int32), cat(self.wtf, np.float32)
+        term, doc = _concat(self.term, np.int64), _concat(self.doc, np.int32)
+        order = np.lexsort((doc, term))
+        g["postings/term"], g["postings/doc"] = term[order], doc[order]
+        g["postings/tf"] = _concat(self.tf, np.int32)[order]
+        g["postings/wtf"] = _concat(self.wtf, np.float32)[order]
         docs, lengths, wlengths, titles = (zip(*self.pages, strict=True) if self.pages
                                            else ((), (), (), ()))
         g["pages/doc"] = np.array(docs, np.int64)
@@ -194,128 +140,198 @@ class SearchBuffer:
         g["pages/wlength"] = np.array(wlengths, np.float32)
         g.create_dataset("pages/title", data=np.array(titles, dtype=object),
                          dtype=h5py.string_dtype())
-        g["pairs/hash"] = cat(self.pair_hash, np.uint32)  # (32-bit: terms.pair_hash)
-        g["pairs/doc"] = cat(self.pair_doc, np.int32)
-        g["anchor/fp"], g["anchor/term"] = cat(self.anchor_fp, np.int64), cat(self.anchor_term,
-                                                                               np.int64)
-        g["anchor/tf"] = cat(self.anchor_tf, np.int32)
+        key = np.unique((_concat(self.pair_hash, np.uint64) << np.uint64(32))
+                        | _concat(self.pair_doc, np.uint64))  # by pair, then doc
+        g["pairs/term"] = (key >> np.uint64(32)).astype(np.int64)  # (32-bit terms.pair_hash)
+        g["pairs/doc"] = (key & np.uint64(0xFFFFFFFF)).astype(np.int32)
+        g["anchor/fp"] = _concat(self.anchor_fp, np.int64)
+        g["anchor/term"] = _concat(self.anchor_term, np.int64)
+        g["anchor/tf"] = _concat(self.anchor_tf, np.int32)
 
 
 def _concat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
     return np.concatenate(arrays).astype(dtype, copy=False) if arrays else np.zeros(0, dtype)
 
 
-COLUMNS = {"postings/term": np.int64, "postings/doc": np.int32, "postings/tf": np.int32,
-           "postings/wtf": np.float32, "pages/doc": np.int64, "pages/length": np.int32,
-           "pages/wlength": np.float32, "pairs/hash": np.uint32, "pairs/doc": np.int32,
-           "anchor/fp": np.int64, "anchor/term": np.int64, "anchor/tf": np.int32}
-"""The columns of a segment's ``search`` group (and ``pages/title``, str)."""
-
-
 def weights_of(settings: dict) -> dict[str, float]:
-    """The field weights of a crawl's settings (``index_weight_*``; Compass's when a
-    crawl of an older bspcrawl has none)."""
+    """The field weights of a crawl's settings (``index_weight_*``; Compass's for any
+    not given)."""
     return {name: float(settings.get(f"index_weight_{name}", w))
             for name, w in COMPASS_WEIGHTS.items()}
 
 
-def collect(parts: list[h5py.File]) -> dict[str, np.ndarray]:
-    """The ``search`` columns of every segment, concatenated. A segment of a bspcrawl
-    before the index for ranking has none, only its pages' postings (``postings/*``): those
-    count, with their tf as tag-weighted tf."""
-    columns: dict[str, list[np.ndarray]] = {name: [] for name in COLUMNS}
-    titles: list[str] = []
-    for p in parts:
-        if GROUP in p:
-            for name in COLUMNS:
-                columns[name].append(p[GROUP][name][:])
-            titles += p[GROUP]["pages/title"].asstr()[:].tolist()
-        elif "postings/term" in p:
-            for name in ("term", "doc", "tf"):
-                columns[f"postings/{name}"].append(p[f"postings/{name}"][:])
-            columns["postings/wtf"].append(p["postings/tf"][:])
-    out = {name: _concat(columns[name], dtype) for name, dtype in COLUMNS.items()}
-    out["pages/title"] = np.array(titles, dtype=object)
-    return out
+Run = dict[str, "h5py.Dataset | np.ndarray"]
+"""Columns of equal length sorted by (``term``, ``doc``); a column it lacks reads as 0."""
+MERGE_ROWS = 1 << 21
+"""Rows a merge batch reads at most, over all runs ..."""
+MERGE_MIN = 4096
+"""... unless that leaves fewer than this to each run."""
+POSTING_COLUMNS = {"tf": np.int32, "wtf": np.float32, "atf": np.int32}
 
 
-def credited(c: dict[str, np.ndarray], url_fp: np.ndarray) -> tuple[Postings, np.ndarray]:
-    """A rank file's postings, from its segments' columns ``c`` (:func:`collect`): the
-    pages' postings and the anchor text credited to the fetched pages that were indexed
-    (``url_fp``: ``/pages/url_fp``; the latest row of a URL fetched twice), summed by
-    (term, doc), sorted by term hash then doc; and each page's terms of anchor text."""
-    n = len(url_fp)
-    a_fp, a_tf = c["anchor/fp"], c["anchor/tf"]
-    last = n - 1 - np.unique(url_fp[::-1], return_index=True)[1]  # latest row of each fp
-    by_fp = last[np.argsort(url_fp[last])]
-    at = np.minimum(np.searchsorted(url_fp[by_fp], a_fp), max(len(by_fp) - 1, 0))
-    indexed = np.zeros(n, bool)
-    indexed[c["pages/doc"]] = True  # (not a page without text, nor a noindex one)
-    hit = (url_fp[by_fp[at]] == a_fp) & indexed[by_fp[at]] if len(by_fp) \
-        else np.zeros(len(a_fp), bool)
-    a_doc = by_fp[at[hit]].astype(np.int32)
-    alength = np.bincount(a_doc, a_tf[hit], minlength=n)
-    # page postings and anchor postings, summed by (term, doc), by term then doc
-    term = np.concatenate((c["postings/term"], c["anchor/term"][hit]))
-    doc = np.concatenate((c["postings/doc"], a_doc))
-    order = np.lexsort((doc, term))
-    term, doc = term[order], doc[order]
-    first = np.flatnonzero(np.concatenate(([True], (term[1:] != term[:-1])
-                                           | (doc[1:] != doc[:-1])))) if len(term) else _NO_INT
-    pages, anchors = len(c["postings/term"]), int(hit.sum())
+def merged(runs: list[Run], columns: dict[str, type]) -> Iterator[dict[str, np.ndarray]]:
+    """The rows of ``runs`` in (term, doc) order, those of one (term, doc) summed, in
+    batches: each takes from every run its rows up to the smallest last key of the runs'
+    next chunks, so each batch holds at most a chunk of each run."""
+    chunk = max(MERGE_MIN, MERGE_ROWS // max(len(runs), 1))
+    at = [0] * len(runs)
+    size = [len(run["term"]) for run in runs]
+    while True:
+        heads = {i: (run["term"][at[i]:at[i] + chunk], run["doc"][at[i]:at[i] + chunk])
+                 for i, run in enumerate(runs) if at[i] < size[i]}
+        if not heads:
+            return
+        bound = min(((t[-1], d[-1]) for i, (t, d) in heads.items()
+                     if at[i] + chunk < size[i]), default=None)
+        batch: dict[str, list[np.ndarray]] = {name: [] for name in ("term", "doc", *columns)}
+        for i, (t, d) in heads.items():
+            n = len(t) if bound is None else _upto(t, d, *bound)
+            batch["term"].append(t[:n])
+            batch["doc"].append(d[:n])
+            for name, dtype in columns.items():
+                run = runs[i]
+                batch[name].append(run[name][at[i]:at[i] + n] if name in run
+                                   else np.zeros(n, dtype))
+            at[i] += n
+        term, doc = _concat(batch["term"], np.int64), _concat(batch["doc"], np.int32)
+        order = np.lexsort((doc, term))
+        term, doc = term[order], doc[order]
+        first = np.flatnonzero(np.concatenate(([True], (term[1:] != term[:-1])
+                                               | (doc[1:] != doc[:-1])))) if len(term) \
+            else np.zeros(0, np.int64)
+        out = {"term": term[first], "doc": doc[first]}
+        for name, dtype in columns.items():
+            v = _concat(batch[name], dtype)[order]
+            out[name] = np.add.reduceat(v, first).astype(dtype) if len(v) else v
+        yield out
 
-    def summed(page: np.ndarray | None, anchor: np.ndarray | None, dtype: type) -> np.ndarray:
-        v = np.concatenate((np.zeros(pages, dtype) if page is None else page,
-                            np.zeros(anchors, dtype) if anchor is None else anchor))[order]
-        return np.add.reduceat(v, first).astype(dtype) if len(v) else v.astype(dtype)
 
-    postings = Postings(term[first], doc[first], summed(c["postings/tf"], None, np.int32),
-                        summed(c["postings/wtf"], None, np.float32),
-                        summed(None, a_tf[hit], np.int32))
-    return postings, alength
+def _upto(term: np.ndarray, doc: np.ndarray, bound_term: int, bound_doc: int) -> int:
+    """How many of the sorted (term, doc) rows are at most (bound_term, bound_doc)."""
+    lo, hi = np.searchsorted(term, bound_term, "left"), np.searchsorted(term, bound_term, "right")
+    return int(lo + np.searchsorted(doc[lo:hi], bound_doc, "right"))
 
 
-def save(f: h5py.File, c: dict[str, np.ndarray], postings: Postings, alength: np.ndarray,
-         weights: dict[str, float]) -> None:
-    """Write ``/search`` into the rank file ``f``: its segments' columns ``c``
-    (:func:`collect`) and what :func:`credited` made of them."""
-    n = len(alength)
-    page_doc = c["pages/doc"]
-    length, wlength = np.zeros(n, np.int32), np.zeros(n, np.float32)
-    length[page_doc], wlength[page_doc] = c["pages/length"], c["pages/wlength"]
-    titles = np.full(n, "", dtype=object)
-    titles[page_doc] = c["pages/title"]
-    write(f, postings, (c["pairs/hash"], c["pairs/doc"]), length, wlength, alength,
-          titles.tolist(), weights)
-    g = f[GROUP]
-    g["anchor/fp"], g["anchor/term"], g["anchor/tf"] = (c["anchor/fp"], c["anchor/term"],
-                                                        c["anchor/tf"])
+class _Csr:
+    """A CSR index written batch by batch: ``terms``, ``offsets``, ``docs`` and ``columns``
+    (rows sorted by term, then doc, across batches)."""
+
+    def __init__(self, g: h5py.Group, columns: dict[str, type]) -> None:
+        self.terms = Appender(g, "terms", np.int64)
+        self.offsets = Appender(g, "offsets", np.int64)
+        self.columns = {name: Appender(g, name, dtype)
+                        for name, dtype in {"docs": np.int32, **columns}.items()}
+        self.rows, self.last = 0, None
+
+    def append(self, batch: dict[str, np.ndarray]) -> None:
+        term = batch["term"]
+        if not len(term):
+            return
+        new = np.concatenate(([term[0] != self.last], term[1:] != term[:-1]))
+        starts = np.flatnonzero(new)
+        self.terms.append(term[starts])
+        self.offsets.append(starts + self.rows)
+        self.columns["docs"].append(batch["doc"])
+        for name, column in self.columns.items():
+            if name != "docs":
+                column.append(batch[name])
+        self.rows += len(term)
+        self.last = term[-1]
+
+    def close(self) -> None:
+        self.offsets.append(np.array([self.rows], np.int64))
+
+
+def join(f: h5py.File, parts: list[h5py.File], weights: dict[str, float], scratch: Path
+         ) -> None:
+    """Write ``/search`` into the rank file ``f`` from its segments ``parts`` (oldest
+    first), ``f``'s ``/pages`` written already: the pages' postings and the anchor text
+    credited to the fetched pages that were indexed (the latest row of a URL fetched
+    twice), summed by (term, doc). The credited anchor text of each segment waits, sorted,
+    in a temporary file in the folder ``scratch``."""
+    g = f.create_group(GROUP)
+    g.attrs.update(format=FORMAT, version=VERSION, weights=[weights[n] for n in
+                                                            (*FIELDS, "anchor")],
+                   fields=[*FIELDS, "anchor"])
+    s = [p[GROUP] for p in parts]
+    n = f["pages/url"].shape[0]
+    length, wlength, title = (g.create_dataset(name, (n,), dtype) for name, dtype in (
+        ("length", np.int32), ("wlength", np.float32), ("title", h5py.string_dtype())))
+    indexed = np.zeros(n, bool)  # (not a page without text, nor a noindex one)
+    first = 0
+    for p, part in zip(parts, s, strict=True):
+        rows = p["pages/url"].shape[0]
+        doc = part["pages/doc"][:] - first
+        indexed[doc + first] = True
+        for column, name, dtype in ((length, "length", np.int32),
+                                    (wlength, "wlength", np.float32)):
+            values = np.zeros(rows, dtype)
+            values[doc] = part[f"pages/{name}"][:]
+            if rows:
+                column[first:first + rows] = values
+        titles = np.full(rows, "", dtype=object)
+        titles[doc] = part["pages/title"].asstr()[:]
+        if rows:
+            title[first:first + rows] = titles
+        first += rows
+    concat(g, "vocab", parts, "vocab", h5py.string_dtype("ascii"))
+    concat(g, "vocab_hash", parts, "vocab_hash", np.int64)
+    for name, dtype in (("fp", np.int64), ("term", np.int64), ("tf", np.int32)):
+        concat(g, f"anchor/{name}", s, f"anchor/{name}", dtype)
+    fps, docs = _targets(f["pages/url_fp"][:], indexed)
+    alength = np.zeros(n, np.int64)
+    with tempfile.TemporaryFile(dir=scratch, buffering=0) as raw, on_disk(raw, "w") as runs_file:
+        runs: list[Run] = [part["postings"] for part in s]
+        for i, part in enumerate(s):
+            a_fp = part["anchor/fp"][:]
+            at = np.minimum(np.searchsorted(fps, a_fp), max(len(fps) - 1, 0))
+            hit = fps[at] == a_fp if len(fps) else np.zeros(len(a_fp), bool)
+            a_doc, a_term, a_tf = docs[at[hit]], part["anchor/term"][:][hit], \
+                part["anchor/tf"][:][hit]
+            alength += np.bincount(a_doc, a_tf, minlength=n).astype(np.int64)
+            order = np.lexsort((a_doc, a_term))
+            run = runs_file.create_group(str(i))
+            run["term"], run["doc"], run["atf"] = a_term[order], a_doc[order], a_tf[order]
+            runs.append(run)
+        csr = _Csr(g, POSTING_COLUMNS)
+        for batch in merged(runs, POSTING_COLUMNS):
+            csr.append(batch)
+        csr.close()
+    g["alength"] = alength.astype(np.int32)
+    pairs = _Csr(g.create_group("pairs"), {})
+    for batch in merged([part["pairs"] for part in s], {}):
+        pairs.append(batch)
+    pairs.close()
+
+
+def _targets(url_fp: np.ndarray, indexed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(fingerprints sorted, their docs) of the pages anchor text is credited to: each
+    URL's latest row, if it was indexed."""
+    order = np.argsort(url_fp, kind="stable")
+    fp = url_fp[order]
+    last = np.flatnonzero(np.append(fp[1:] != fp[:-1], True)) if len(fp) else order
+    docs = order[last]
+    keep = indexed[docs]
+    return fp[last][keep], docs[keep].astype(np.int32)
 
 
 def split(f: h5py.File, g: h5py.File) -> None:
     """Copy the rank file ``f``'s ``/search`` into the segment ``g`` (the inverse of
-    :func:`save`, to resume a crawl whose files were joined)."""
-    if GROUP not in f:
-        return
-    s = f[GROUP]
-    buffer = SearchBuffer(dict(zip(s.attrs["fields"], s.attrs["weights"].tolist(),
-                                   strict=True)))
+    :func:`join`, to resume a crawl whose files were joined)."""
+    s, out = f[GROUP], g.create_group(GROUP)
     term = np.repeat(s["terms"][:], np.diff(s["offsets"][:]))
-    doc, tf, wtf = s["docs"][:], s["tf"][:], s["wtf"][:]
-    page = (tf > 0) | (wtf > 0)
-    order = np.lexsort((term[page], doc[page]))
-    for name, column in (("term", term), ("doc", doc), ("tf", tf), ("wtf", wtf)):
-        getattr(buffer, name).append(column[page][order])
+    tf, wtf = s["tf"][:], s["wtf"][:]
+    page = (tf > 0) | (wtf > 0)  # (not the postings of anchor text alone)
+    out["postings/term"], out["postings/doc"] = term[page], s["docs"][:][page]
+    out["postings/tf"], out["postings/wtf"] = tf[page], wtf[page]
     length, wlength = s["length"][:], s["wlength"][:]
     titles = s["title"].asstr()[:]
-    buffer.pages = [(d, int(length[d]), float(wlength[d]), titles[d])
-                    for d in np.flatnonzero((length > 0) | (titles != "")).tolist()]
-    pair_doc = s["pairs/docs"][:]
-    pair_hash_ = np.repeat(s["pairs/terms"][:], np.diff(s["pairs/offsets"][:]))
-    order = np.argsort(pair_doc, kind="stable")
-    buffer.pair_hash.append(pair_hash_[order])
-    buffer.pair_doc.append(pair_doc[order])
-    buffer.anchor_fp.append(s["anchor/fp"][:])
-    buffer.anchor_term.append(s["anchor/term"][:])
-    buffer.anchor_tf.append(s["anchor/tf"][:])
-    buffer.seal(g)
+    doc = np.flatnonzero((length > 0) | (titles != ""))
+    out["pages/doc"] = doc.astype(np.int64)
+    out["pages/length"], out["pages/wlength"] = length[doc], wlength[doc]
+    out.create_dataset("pages/title", data=titles[doc].astype(object),
+                       dtype=h5py.string_dtype())
+    out["pairs/term"] = np.repeat(s["pairs/terms"][:], np.diff(s["pairs/offsets"][:]))
+    out["pairs/doc"] = s["pairs/docs"][:]
+    for name in ("fp", "term", "tf"):
+        f.copy(s[f"anchor/{name}"], out, f"anchor/{name}")

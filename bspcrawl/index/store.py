@@ -1,4 +1,4 @@
-"""One rank's HDF5 index: pages, link graph (CSR), inverted index and per-superstep stats.
+"""One rank's HDF5 index: pages, link graph (CSR), the index for ranking and per-superstep stats.
 
 Everything here is owned by the scheduler thread alone (h5py is not thread-safe). Pages
 arrive through :meth:`RankStore.commit` in commit order, which is the sequence window's
@@ -13,23 +13,26 @@ resuming from the checkpoint of superstep K deletes the segments sealed after K 
 pages will be fetched again) and continues the doc ids. At the end, :meth:`close` joins the
 segments into ``DIR/rank-NNNN.h5`` (same way: temporary file, rename) and removes them.
 
+**Bounded memory.** Files are written on disk as they are filled (:func:`write_atomically`),
+and the join streams: it copies the segments' rows one segment at a time and merges their
+postings, each segment's sorted already, in batches of bounded size
+(:mod:`bspcrawl.index.ranking`). What stays proportional to the rank's pages is listed in
+``docs/scale.md``.
+
 Layout of ``DIR/rank-NNNN.h5`` (every dataset 1-D): ``/pages/*``, one row per page
 (:data:`PAGES`: name, dtype, meaning); ``/links/offsets`` and ``/links/targets``, the link
-graph in CSR form (``url_fp`` of each out-link, page by page); ``/index/terms``,
-``/index/offsets``, ``/index/docs``, ``/index/tf``, the inverted index in CSR form (terms
-sorted, each term's doc ids increasing); ``/stats``, one row per superstep
-(``counters.STATS_DTYPE``); ``/history``, ``/validators`` and ``/warc/files``
-(:mod:`bspcrawl.index.archive`); ``/search``, the index for ranking
+graph in CSR form (``url_fp`` of each out-link, page by page); ``/stats``, one row per
+superstep (``counters.STATS_DTYPE``); ``/history``, ``/validators`` and ``/warc/files``
+(:mod:`bspcrawl.index.archive`); ``/search``, the inverted index
 (:mod:`bspcrawl.index.ranking`). ``docs/output.md`` documents them all, its tables generated
 from :data:`PAGES` and the counters (``scripts/gen_docs.py``).
 
-Root attributes: ``format`` ("bspcrawl-rank"), ``version``, ``rank``, ``ranks``,
-``settings`` (JSON), ``started``, ``finished`` (Unix times) and ``complete`` (bool).
-Postings are kept as (term hash, doc, tf) triples (``bspcrawl.index.terms``), once: a
-segment holds them in its ``search`` group (:class:`ranking.SearchBuffer`, with their
-tag-weighted tf), with the terms it adds (``vocab`` and ``vocab_hash``); :meth:`close` sorts
-them into the CSR arrays of ``/index`` and ``/search``. (Segments of a bspcrawl before the
-index for ranking hold them in ``postings/*``; :func:`ranking.collect` reads those too.)
+Root attributes: ``format`` ("bspcrawl-rank"), ``layout`` (:data:`LAYOUT`), ``version``,
+``rank``, ``ranks``, ``settings`` (JSON), ``started``, ``finished`` (Unix times) and
+``complete`` (bool). A segment holds its stretch's pages, links, stats, archive rows, the
+terms it adds to the vocabulary (``vocab`` and ``vocab_hash``) and its ``search`` group
+(:class:`ranking.SearchBuffer`). Files of another layout (an older bspcrawl's) are refused
+with :class:`LayoutError`.
 """
 
 from __future__ import annotations
@@ -50,8 +53,9 @@ from bspcrawl.durable import sync_dir
 from bspcrawl.index import archive as archive_mod
 from bspcrawl.index import ranking
 from bspcrawl.index.archive import Archive
+from bspcrawl.index.columns import concat, on_disk, rows
 from bspcrawl.index.simhash import simhash
-from bspcrawl.index.terms import EMPTY, TermCounts, term_hash
+from bspcrawl.index.terms import EMPTY, TermCounts
 from bspcrawl.messages import FetchResult
 
 STR = h5py.string_dtype()
@@ -84,6 +88,7 @@ def answered_ok(status: np.ndarray, revisit: np.ndarray) -> np.ndarray:
     revisit (304 or still fresh): the pages whose body is indexed."""
     return ((status >= 200) & (status < 300)) | (revisit > 0)
 FORMAT = "bspcrawl-rank"
+LAYOUT = 2  # of segments and rank files: raised when what they hold changes
 
 
 def rank_path(out: Path, rank: int) -> Path:
@@ -103,25 +108,32 @@ def segments(out: Path, rank: int) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
+class LayoutError(Exception):
+    """A segment or rank file of another layout than :data:`LAYOUT` (an older bspcrawl's)."""
+
+
+def check_layout(f: h5py.File) -> None:
+    """Raise :class:`LayoutError` unless ``f`` is a segment or rank file of this layout."""
+    if f.attrs.get("layout") != LAYOUT:
+        raise LayoutError(f"{f.filename} was written by an older bspcrawl; crawl again "
+                          "with this version to use it")
+
+
 def write_atomically(path: Path, fill: Callable[[h5py.File], None], edit: bool = False) -> None:
-    """Create the HDF5 file ``path`` through ``fill``: built in memory, then written to a
-    temporary file, fsynced and renamed. HDF5 never writes to the disk itself: when a
-    write of its fails (a full disk), HDF5 1.14 can crash as it closes the file (a
-    segmentation fault, seen here under ``RLIMIT_FSIZE``), where Python's write raises one
-    OSError. A failed write leaves no temporary file. ``edit``: ``fill`` changes the
-    existing file ``path`` (read into memory first) instead of an empty one."""
-    with h5py.File(path if edit else path.name, "r+" if edit else "w", driver="core",
-                   backing_store=False) as f:
-        fill(f)
-        f.flush()
-        image = f.id.get_file_image()
+    """Create the HDF5 file ``path`` through ``fill``, written on disk as it is filled, into
+    a temporary file then fsynced and renamed: a reader sees the whole file or none. A
+    failed write (a full disk) raises one OSError and leaves no temporary file.
+    ``edit``: ``fill`` changes a copy of the existing file ``path`` instead of an empty one.
+    """
     tmp = path.with_name(path.name + ".tmp")
     try:
-        with open(tmp, "wb") as fd:
-            fd.write(image)
-            fd.flush()
-            os.fsync(fd.fileno())
-    except OSError:
+        if edit:
+            shutil.copyfile(path, tmp)
+        with open(tmp, "r+b" if edit else "w+b", buffering=0) as raw:
+            with on_disk(raw, "r+" if edit else "w") as f:
+                fill(f)
+            os.fsync(raw.fileno())
+    except BaseException:
         tmp.unlink(missing_ok=True)
         raise
     os.replace(tmp, path)
@@ -164,6 +176,7 @@ class RankStore:
                 path.unlink()
                 continue
             with h5py.File(path, "r") as f:
+                check_layout(f)
                 if self.archive is not None:
                     self.archive.replay(f)
                 self.recent.update(f["vocab_hash"][:].tolist())
@@ -255,8 +268,9 @@ class RankStore:
             f["vocab_hash"] = np.fromiter(self.new_terms, np.int64, len(self.new_terms))
             f.create_dataset("stats", data=np.array(self.stats_buffer, dtype=STATS_DTYPE))
             self.search.seal(f)
-            f.attrs.update(superstep=superstep, docs=self.docs, pages_ok=self.pages_ok,
-                           errors=self.errors, bytes=self.bytes, started=self.started)
+            f.attrs.update(superstep=superstep, layout=LAYOUT, docs=self.docs,
+                           pages_ok=self.pages_ok, errors=self.errors, bytes=self.bytes,
+                           started=self.started)
             if rows is not None:
                 rows(f)
             elif self.archive is not None:
@@ -287,83 +301,39 @@ class RankStore:
         return join_segments(self.out, self.rank, self.ranks, self.settings, complete)
 
 
-def by_term(hashes: np.ndarray, term_hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The order of postings (their term ``hashes``, docs increasing) by term number (the
-    index of the hash in ``term_hashes``), then doc; and each term's offset in that order.
-
-    Sorted by hash first (a stable sort: the join's postings come sorted, one run), then
-    the blocks of one hash laid out in term order.
-    """
-    order = np.argsort(hashes, kind="stable")
-    offsets = np.zeros(len(term_hashes) + 1, dtype=np.int64)
-    if not len(order):
-        return order, offsets
-    h = hashes[order]
-    starts = np.flatnonzero(np.concatenate(([True], h[1:] != h[:-1])))
-    lens = np.diff(np.append(starts, len(h)))
-    by_hash = np.argsort(term_hashes)
-    term = by_hash[np.searchsorted(term_hashes[by_hash], h[starts])]  # each block's term
-    counts = np.zeros(len(term_hashes), dtype=np.int64)
-    counts[term] = lens
-    np.cumsum(counts, out=offsets[1:])
-    blocks = np.argsort(term)
-    shift = np.repeat(starts[blocks] - offsets[term[blocks]], lens[blocks])
-    return order[shift + np.arange(len(h))], offsets
-
-
-def page_column(f: h5py.File, name: str) -> np.ndarray:
-    """``/pages/<name>`` of a segment or rank file; zeros for a column an older bspcrawl did
-    not write (a resumed crawl's earlier segments)."""
-    if f"pages/{name}" in f:
-        return f[f"pages/{name}"][:]
-    return np.zeros(f["pages/url"].shape[0], PAGE_FIELDS[name])
-
-
 def join_segments(out: Path, rank: int, ranks: int, settings: dict, complete: bool) -> Path:
-    """Join a rank's segments into ``DIR/rank-NNNN.h5`` (CSR links and index) and remove
-    them; returns the file's path."""
+    """Join a rank's segments into ``DIR/rank-NNNN.h5`` (CSR links, the index for ranking)
+    and remove them; returns the file's path. Rows are copied one segment at a time."""
     parts = [h5py.File(path, "r") for _, path in segments(out, rank)]
     try:
-        columns = {name: np.concatenate([page_column(p, name) for p in parts])
-                   if parts else np.zeros(0, dtype) for name, dtype in PAGE_FIELDS.items()}
-        counts = np.concatenate([p["links/counts"][:] for p in parts] + [np.zeros(0, np.int32)])
-        targets = np.concatenate([p["links/targets"][:] for p in parts]
-                                 + [np.zeros(0, np.int64)])
-        vocab = [bytes(t) for p in parts for t in p["vocab"][:]]
-        vocab_hash = np.concatenate([p["vocab_hash"][:] for p in parts]
-                                    + [np.zeros(0, np.int64)])
-        stats = np.concatenate([p["stats"][:] for p in parts] + [np.zeros(0, STATS_DTYPE)])
+        for p in parts:
+            check_layout(p)
         started = float(parts[0].attrs["started"]) if parts else time.time()
-        kept = archive_mod.collect(parts, out, rank)
-        search = ranking.collect(parts)
+
+        def fill(f: h5py.File) -> None:
+            f.attrs.update(format=FORMAT, layout=LAYOUT, version=__version__, rank=rank,
+                           ranks=ranks, settings=json.dumps(settings), started=started,
+                           finished=time.time(), complete=complete)
+            for name, dtype in PAGE_FIELDS.items():
+                concat(f, f"pages/{name}", parts, f"pages/{name}", dtype, maxshape=(None,))
+            offsets = f.create_dataset("links/offsets", (1 + rows(parts, "links/counts"),),
+                                       np.int64)  # (row 0: 0, the fill value)
+            row, total = 1, 0
+            for p in parts:
+                counts = p["links/counts"][:]
+                if len(counts):
+                    offsets[row:row + len(counts)] = total + np.cumsum(counts, dtype=np.int64)
+                row, total = row + len(counts), total + int(counts.sum())
+            concat(f, "links/targets", parts, "links/targets", np.int64)
+            concat(f, "stats", parts, "stats", STATS_DTYPE, maxshape=(None,))
+            archive_mod.join(f, parts, out, rank)
+            ranking.join(f, parts, ranking.weights_of(settings), segment_dir(out, rank))
+
+        path = rank_path(out, rank)
+        write_atomically(path, fill)
     finally:
         for p in parts:
             p.close()
-    order_terms = sorted(range(len(vocab)), key=vocab.__getitem__)  # bytes order
-    postings, alength = ranking.credited(search, columns["url_fp"])
-    page = postings.tf > 0  # (not the postings of anchor text alone)
-    hashes, docs, tfs = postings.term[page], postings.doc[page], postings.tf[page]
-    order, offsets = by_term(hashes, vocab_hash[order_terms])
-
-    def fill(f: h5py.File) -> None:
-        f.attrs.update(format=FORMAT, version=__version__, rank=rank, ranks=ranks,
-                       settings=json.dumps(settings), started=started, finished=time.time(),
-                       complete=complete)
-        for name, dtype in PAGE_FIELDS.items():
-            f.create_dataset(f"pages/{name}", data=columns[name], dtype=dtype, maxshape=(None,))
-        f["links/offsets"] = np.concatenate(([0], np.cumsum(counts, dtype=np.int64)))
-        f["links/targets"] = targets
-        f.create_dataset("index/terms", data=np.array(
-            [vocab[i].decode("utf-8", "replace") for i in order_terms], dtype=object), dtype=STR)
-        f["index/offsets"] = offsets
-        f["index/docs"] = docs[order].astype(np.int64)
-        f["index/tf"] = tfs[order]
-        f.create_dataset("stats", data=stats, maxshape=(None,))
-        archive_mod.save(f, *kept)
-        ranking.save(f, search, postings, alength, ranking.weights_of(settings))
-
-    path = rank_path(out, rank)
-    write_atomically(path, fill)
     shutil.rmtree(segment_dir(out, rank))
     return path
 
@@ -374,26 +344,22 @@ def split_rank_file(out: Path, rank: int, superstep: int) -> None:
     path = rank_path(out, rank)
     segment_dir(out, rank).mkdir(parents=True, exist_ok=True)
     with h5py.File(path, "r") as f:
-        pages = {name: page_column(f, name) for name in PAGE_FIELDS}
-        counts = np.diff(f["links/offsets"][:]).astype(np.int32)
-        terms = [t.encode() for t in f["index/terms"].asstr()[:]]
-        term_hashes = np.array([term_hash(t) for t in terms], dtype=np.int64)
-        ok = answered_ok(pages["status"], pages["revisit"]).sum()
+        check_layout(f)
+        status, revisit = f["pages/status"][:], f["pages/revisit"][:]
+        length, error = f["pages/length"][:], f["pages/error"][:]
 
         def fill(g: h5py.File) -> None:
-            for name, dtype in PAGE_FIELDS.items():
-                g.create_dataset(f"pages/{name}", data=pages[name], dtype=dtype)
-            g["links/counts"], g["links/targets"] = counts, f["links/targets"][:]
-            if ranking.GROUP not in f:  # (an older bspcrawl's: ranking.collect reads these)
-                term_ids = np.repeat(np.arange(len(terms)), np.diff(f["index/offsets"][:]))
-                g["postings/term"], g["postings/tf"] = term_hashes[term_ids], f["index/tf"][:]
-                g["postings/doc"] = f["index/docs"][:].astype(np.int32)
-            g.create_dataset("vocab", data=np.array(terms, dtype=object), dtype=VOCAB)
-            g["vocab_hash"] = term_hashes
-            g.create_dataset("stats", data=f["stats"][:])
-            g.attrs.update(superstep=superstep, docs=len(pages["url"]), pages_ok=int(ok),
-                           errors=int((pages["error"] != b"").sum()),
-                           bytes=int(pages["length"][pages["revisit"] == 0].sum()),
+            for name in PAGE_FIELDS:
+                f.copy(f[f"pages/{name}"], g, f"pages/{name}")
+            g["links/counts"] = np.diff(f["links/offsets"][:]).astype(np.int32)
+            f.copy(f["links/targets"], g, "links/targets")
+            f.copy(f["stats"], g, "stats")
+            f.copy(f[f"{ranking.GROUP}/vocab"], g, "vocab")
+            f.copy(f[f"{ranking.GROUP}/vocab_hash"], g, "vocab_hash")
+            g.attrs.update(superstep=superstep, layout=LAYOUT, docs=len(status),
+                           pages_ok=int(answered_ok(status, revisit).sum()),
+                           errors=int((error != b"").sum()),
+                           bytes=int(length[revisit == 0].sum()),
                            started=float(f.attrs["started"]))
             archive_mod.split(f, g)
             ranking.split(f, g)
