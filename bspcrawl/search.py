@@ -1,9 +1,8 @@
 """Searching a crawl: BM25F over title, headings, body and anchor text, combined with
 PageRank and phrase hits (``bspcrawl search``; the formula is in ``docs/search.md``).
 
-After the Compass report (``../shared/seeds/003_*``), whose ``weight(d) = 0.45 hit + 0.20
-log PageRank(d) + 0.35 weighted TF`` took over 10 s for a two-word query on 250,000
-documents. Here every part lies in [0, 1] and::
+After the Compass search engine, whose score is ``weight(d) = 0.45 hit + 0.20
+log PageRank(d) + 0.35 weighted TF``; here every part lies in [0, 1] and::
 
     score(d) = 0.35 text(d) + 0.45 hit(d) + 0.20 pagerank(d)
     text(d)  = BM25F(d) / sum of idf(t) over the query's terms
@@ -47,9 +46,9 @@ import h5py
 import numpy as np
 
 from bspcrawl.index import ranking
+from bspcrawl.index.duplicates import cluster_of
 from bspcrawl.index.history import History
 from bspcrawl.index.inspect import open_crawl
-from bspcrawl.index.output import OutputError
 from bspcrawl.index.store import rank_path
 from bspcrawl.index.terms import pair_hash, term_hash
 from bspcrawl.index.terms import words as index_words
@@ -156,7 +155,6 @@ class Shard:
             self.weights = dict(zip(g.attrs["fields"], g.attrs["weights"].tolist(),
                                     strict=True))
             self.title_list: list[str] | None = None
-            self.content_fp = f["pages/content_fp"][:]
             self.fetch_time = f["pages/fetch_time"][:]
             self.url_fp = f["pages/url_fp"][:]
             self.pagerank = f["rank/pagerank"][:] if "rank/pagerank" in f else None
@@ -501,36 +499,22 @@ def open_shards(out: Path, rank: int = 0, size: int = 1) -> list[Shard]:
     return [Shard(rank_path(out, r), r, int(first[r])) for r in range(rank, ranks, size)]
 
 
-def duplicate_clusters(out: Path) -> np.ndarray | None:
-    """Each ``crawl.h5`` row's duplicate cluster (exact and near duplicates,
-    ``index/duplicates.py``), or None for a crawl without SimHashes."""
-    from bspcrawl.index.duplicates import cluster_of
-
-    try:
-        return cluster_of(out)
-    except OutputError:
-        return None
-
-
-def fold_key(shard: Shard, doc: int, clusters: np.ndarray | None) -> int:
-    """The key that folds duplicates into one result: the page's duplicate cluster, or
-    without ``clusters`` its body's fingerprint (a page without body is never folded)."""
-    if clusters is not None:
-        return int(clusters[shard.first_row + doc])
-    fp = int(shard.content_fp[doc])
-    return fp if fp else -1 - (shard.number << 40 | doc)
+def fold_key(shard: Shard, doc: int, clusters: np.ndarray) -> int:
+    """The key that folds duplicates into one result: the page's duplicate cluster (its
+    ``crawl.h5`` row's, ``index/duplicates.py``)."""
+    return int(clusters[shard.first_row + doc])
 
 
 def search(searcher: Searcher, out: Path, text: str, k: int = 10, explain: bool = False,
            stop_words: bool = False) -> list[Result]:
     """The ``k`` best results of the query ``text`` over the whole crawl in ``out``;
-    exact and near duplicates (:func:`duplicate_clusters`) are folded into the best of
+    exact and near duplicates (:func:`fold_key`) are folded into the best of
     them. Under MPI (``searcher.comm``) every rank
     calls it and gets the same list."""
     query = Query.parse(text, stop_words)
     comm = searcher.comm
     if searcher.clusters is None:
-        searcher.clusters = duplicate_clusters(out)
+        searcher.clusters = cluster_of(out)
     want = 2 * k + 8
     while True:
         local = [(h.score, searcher.shards[h.shard].number, h.doc,

@@ -2,8 +2,8 @@
 
 ``--docs`` documents (10^6 by default) of log-normal lengths (median 30 words) are drawn
 from a Zipf vocabulary (``--vocab`` words, exponent ``--zipf``); the first ``--title``
-words of each are its title. The index is written straight into the rank file format
-(``/pages`` and ``/search``, ``bspcrawl.index.ranking.write``), then loaded as
+words of each are its title. The index is written as one segment, joined into the rank
+file format (``/pages`` and ``/search``, ``bspcrawl.index.ranking.join``), then loaded as
 ``bspcrawl search`` loads it, and ``--queries`` queries of 1 to 4 distinct words (drawn
 from the same Zipf distribution as the text: common words are common in queries too) run
 one at a time through:
@@ -77,22 +77,34 @@ def build(out: Path, lengths: np.ndarray, tokens: np.ndarray, vocab: int, title:
     title_tf = np.zeros(len(d), np.int64)
     title_tf[np.searchsorted((d << 32) | w, (td << 32) | tw)] = ttf
     weight = ranking.COMPASS_WEIGHTS["title"] / ranking.COMPASS_WEIGHTS["body"]
-    postings = ranking.Postings(hashes[w], d.astype(np.int32), tf.astype(np.int32),
-                                (tf + (weight - 1) * title_tf).astype(np.float32),
-                                np.zeros(len(d), np.int32))
     nxt = np.flatnonzero(doc[1:] == doc[:-1])  # adjacent words of one document
     ph = pair_hash(hashes[tokens[nxt]], hashes[tokens[nxt + 1]])
+    pair_key = np.unique((ph.astype(np.uint64) << np.uint64(32)) | doc[nxt].astype(np.uint64))
     titled = np.minimum(lengths, title)
-    with h5py.File(rank_path(out, 0), "w") as f:
+    order = np.lexsort((d, hashes[w]))  # a segment's postings: by term, then doc
+    with h5py.File(out / "segment.h5", "w") as seg:
+        seg["pages/url"] = np.zeros(n, np.int8)  # (its length is all the join reads)
+        seg["vocab"], seg["vocab_hash"] = np.zeros(0, "S1"), np.zeros(0, np.int64)
+        g = seg.create_group(ranking.GROUP)
+        g["postings/term"], g["postings/doc"] = hashes[w][order], d[order].astype(np.int32)
+        g["postings/tf"] = tf[order].astype(np.int32)
+        g["postings/wtf"] = (tf + (weight - 1) * title_tf)[order].astype(np.float32)
+        g["pages/doc"] = np.arange(n, dtype=np.int64)
+        g["pages/length"] = lengths.astype(np.int32)
+        g["pages/wlength"] = (lengths + (weight - 1) * titled).astype(np.float32)
+        g.create_dataset("pages/title", data=np.array([f"doc {i}" for i in range(n)],
+                                                      dtype=object), dtype=STR)
+        g["pairs/term"] = (pair_key >> np.uint64(32)).astype(np.int64)
+        g["pairs/doc"] = (pair_key & np.uint64(0xFFFFFFFF)).astype(np.int32)
+        for name, dtype in (("fp", np.int64), ("term", np.int64), ("tf", np.int32)):
+            g[f"anchor/{name}"] = np.zeros(0, dtype)
+    with h5py.File(rank_path(out, 0), "w") as f, h5py.File(out / "segment.h5", "r") as seg:
         f.create_dataset("pages/url", data=np.array(
             [f"http://bench.test/{i}" for i in range(n)], dtype=object), dtype=STR)
         f["pages/url_fp"] = np.arange(n, dtype=np.int64)
         f["pages/fetch_time"] = np.zeros(n)
         f["pages/content_fp"] = np.arange(1, n + 1, dtype=np.uint64)
-        ranking.write(f, postings, (ph, doc[nxt]), lengths,
-                      lengths + (weight - 1) * titled, np.zeros(n), [f"doc {i}" for i in
-                                                                     range(n)],
-                      ranking.COMPASS_WEIGHTS)
+        ranking.join(f, [seg], ranking.COMPASS_WEIGHTS, out)
 
 
 def queries(count: int, vocab: int, zipf: float, seed: int) -> list[list[int]]:

@@ -82,6 +82,34 @@ def test_index_is_identical_across_runs_with_random_latencies(tmp_path):
     assert order0 != order1
 
 
+def test_a_crawl_of_many_segments_joins_into_the_index_of_one(tmp_path):
+    """The join merges the segments a batch at a time: a crawl sealing a segment every 25
+    pages has the pages, index and search results of one sealing them all at its end."""
+    with serve(pages=400, hosts=10) as web:
+        for name, flush in (("many", "25"), ("one", "100000")):
+            res = crawl(1, web.seeds(), tmp_path / name, "--index-flush-pages", flush)
+            assert res.returncode == 0, res.stderr
+    names = ("pages/url", "links/targets", "search/terms", "search/offsets", "search/docs",
+             "search/tf", "search/wtf", "search/atf", "search/length", "search/alength",
+             "search/title", "search/pairs/docs", "search/vocab", "search/anchor/fp")
+    indexes = {}
+    for name in ("many", "one"):
+        with h5py.File(tmp_path / name / "rank-0000.h5") as f:
+            indexes[name] = {n: f[n][()] for n in names}
+    assert len(indexes["one"]["pages/url"]) > 200  # so "many" sealed more than 8 segments
+    for n in names:
+        assert np.array_equal(indexes["many"][n], indexes["one"][n]), n
+    vocab = indexes["one"]["search/vocab"]
+    for word in (vocab[0], vocab[len(vocab) // 2], vocab[-1]):
+        found = []
+        for name in ("many", "one"):
+            res = subprocess.run([PY, "-m", "bspcrawl", "search", str(tmp_path / name),
+                                  bytes(word).decode(), "--json"], capture_output=True,
+                                 text=True, check=True)
+            found.append([(r["url"], r["score"]) for r in json.loads(res.stdout)["results"]])
+        assert found[0] == found[1] and found[0]
+
+
 def _summary(out):
     return json.loads(subprocess.run([PY, "-m", "bspcrawl", "inspect", str(out), "--json"],
                                      capture_output=True, text=True, check=True).stdout)

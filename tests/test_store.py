@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from bspcrawl.counters import STATS_DTYPE
+from bspcrawl.index import ranking
 from bspcrawl.index.output import join
 from bspcrawl.index.simhash import simhash
-from bspcrawl.index import ranking
 from bspcrawl.index.store import PAGE_FIELDS, RankStore, split_rank_file
 from bspcrawl.index.terms import count_terms
 from bspcrawl.messages import FetchJob, FetchResult

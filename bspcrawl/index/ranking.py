@@ -162,37 +162,43 @@ def weights_of(settings: dict) -> dict[str, float]:
 
 Run = dict[str, "h5py.Dataset | np.ndarray"]
 """Columns of equal length sorted by (``term``, ``doc``); a column it lacks reads as 0."""
-MERGE_ROWS = 1 << 21
+MERGE_ROWS = 1 << 20
 """Rows a merge batch reads at most, over all runs ..."""
-MERGE_MIN = 4096
+MERGE_MIN = 1024
 """... unless that leaves fewer than this to each run."""
 POSTING_COLUMNS = {"tf": np.int32, "wtf": np.float32, "atf": np.int32}
 
 
 def merged(runs: list[Run], columns: dict[str, type]) -> Iterator[dict[str, np.ndarray]]:
     """The rows of ``runs`` in (term, doc) order, those of one (term, doc) summed, in
-    batches: each takes from every run its rows up to the smallest last key of the runs'
-    next chunks, so each batch holds at most a chunk of each run."""
+    batches. Each run is read a chunk at a time into a buffer; a batch takes from every
+    buffer its rows up to the smallest last key of the buffers whose run goes on, which
+    empties that buffer: a row is read once, and a batch holds at most a chunk of each
+    run."""
     chunk = max(MERGE_MIN, MERGE_ROWS // max(len(runs), 1))
+    kinds = {"term": np.int64, "doc": np.int32, **columns}
     at = [0] * len(runs)
     size = [len(run["term"]) for run in runs]
+    buffers: list[dict[str, np.ndarray]] = [{name: np.zeros(0, kind) for name, kind
+                                             in kinds.items()} for _ in runs]
     while True:
-        heads = {i: (run["term"][at[i]:at[i] + chunk], run["doc"][at[i]:at[i] + chunk])
-                 for i, run in enumerate(runs) if at[i] < size[i]}
-        if not heads:
+        for i, run in enumerate(runs):
+            if not len(buffers[i]["term"]) and at[i] < size[i]:
+                end = min(at[i] + chunk, size[i])
+                buffers[i] = {name: run[name][at[i]:end] if name in run
+                              else np.zeros(end - at[i], kind) for name, kind in kinds.items()}
+                at[i] = end
+        live = [b for b in buffers if len(b["term"])]
+        if not live:
             return
-        bound = min(((t[-1], d[-1]) for i, (t, d) in heads.items()
-                     if at[i] + chunk < size[i]), default=None)
-        batch: dict[str, list[np.ndarray]] = {name: [] for name in ("term", "doc", *columns)}
-        for i, (t, d) in heads.items():
-            n = len(t) if bound is None else _upto(t, d, *bound)
-            batch["term"].append(t[:n])
-            batch["doc"].append(d[:n])
-            for name, dtype in columns.items():
-                run = runs[i]
-                batch[name].append(run[name][at[i]:at[i] + n] if name in run
-                                   else np.zeros(n, dtype))
-            at[i] += n
+        bound = min(((b["term"][-1], b["doc"][-1]) for i, b in enumerate(buffers)
+                     if at[i] < size[i]), default=None)  # (their buffers are not empty)
+        batch: dict[str, list[np.ndarray]] = {name: [] for name in kinds}
+        for b in live:
+            n = len(b["term"]) if bound is None else _upto(b["term"], b["doc"], *bound)
+            for name in kinds:
+                batch[name].append(b[name][:n])
+                b[name] = b[name][n:]
         term, doc = _concat(batch["term"], np.int64), _concat(batch["doc"], np.int32)
         order = np.lexsort((doc, term))
         term, doc = term[order], doc[order]
@@ -200,9 +206,9 @@ def merged(runs: list[Run], columns: dict[str, type]) -> Iterator[dict[str, np.n
                                                | (doc[1:] != doc[:-1])))) if len(term) \
             else np.zeros(0, np.int64)
         out = {"term": term[first], "doc": doc[first]}
-        for name, dtype in columns.items():
-            v = _concat(batch[name], dtype)[order]
-            out[name] = np.add.reduceat(v, first).astype(dtype) if len(v) else v
+        for name, kind in columns.items():
+            v = _concat(batch[name], kind)[order]
+            out[name] = np.add.reduceat(v, first).astype(kind) if len(v) else v
         yield out
 
 
@@ -247,8 +253,8 @@ def join(f: h5py.File, parts: list[h5py.File], weights: dict[str, float], scratc
     """Write ``/search`` into the rank file ``f`` from its segments ``parts`` (oldest
     first), ``f``'s ``/pages`` written already: the pages' postings and the anchor text
     credited to the fetched pages that were indexed (the latest row of a URL fetched
-    twice), summed by (term, doc). The credited anchor text of each segment waits, sorted,
-    in a temporary file in the folder ``scratch``."""
+    twice), summed by (term, doc). The anchor text credited waits in a temporary file in
+    the folder ``scratch``, sorted in runs of about :data:`MERGE_ROWS` rows."""
     g = f.create_group(GROUP)
     g.attrs.update(format=FORMAT, version=VERSION, weights=[weights[n] for n in
                                                             (*FIELDS, "anchor")],
@@ -279,25 +285,29 @@ def join(f: h5py.File, parts: list[h5py.File], weights: dict[str, float], scratc
     for name, dtype in (("fp", np.int64), ("term", np.int64), ("tf", np.int32)):
         concat(g, f"anchor/{name}", s, f"anchor/{name}", dtype)
     fps, docs = _targets(f["pages/url_fp"][:], indexed)
-    alength = np.zeros(n, np.int64)
+    alength = np.zeros(n, np.int32)
     with tempfile.TemporaryFile(dir=scratch, buffering=0) as raw, on_disk(raw, "w") as runs_file:
         runs: list[Run] = [part["postings"] for part in s]
+        credit: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         for i, part in enumerate(s):
             a_fp = part["anchor/fp"][:]
             at = np.minimum(np.searchsorted(fps, a_fp), max(len(fps) - 1, 0))
             hit = fps[at] == a_fp if len(fps) else np.zeros(len(a_fp), bool)
-            a_doc, a_term, a_tf = docs[at[hit]], part["anchor/term"][:][hit], \
-                part["anchor/tf"][:][hit]
-            alength += np.bincount(a_doc, a_tf, minlength=n).astype(np.int64)
-            order = np.lexsort((a_doc, a_term))
-            run = runs_file.create_group(str(i))
-            run["term"], run["doc"], run["atf"] = a_term[order], a_doc[order], a_tf[order]
-            runs.append(run)
+            credit.append((part["anchor/term"][:][hit], docs[at[hit]],
+                           part["anchor/tf"][:][hit]))
+            np.add.at(alength, credit[-1][1], credit[-1][2])
+            if i == len(s) - 1 or sum(len(c[0]) for c in credit) >= MERGE_ROWS:
+                a_term, a_doc, a_tf = (np.concatenate(c) for c in zip(*credit, strict=True))
+                order = np.lexsort((a_doc, a_term))
+                run = runs_file.create_group(str(i))  # the credits of a few segments, sorted
+                run["term"], run["doc"], run["atf"] = a_term[order], a_doc[order], a_tf[order]
+                runs.append(run)
+                credit.clear()
         csr = _Csr(g, POSTING_COLUMNS)
         for batch in merged(runs, POSTING_COLUMNS):
             csr.append(batch)
         csr.close()
-    g["alength"] = alength.astype(np.int32)
+    g["alength"] = alength
     pairs = _Csr(g.create_group("pairs"), {})
     for batch in merged([part["pairs"] for part in s], {}):
         pairs.append(batch)
