@@ -10,7 +10,7 @@ files unless ``overwrite`` is set, so a mistyped ``--out`` never destroys data.
 ``crawl.h5`` (written by :func:`join` on rank 0 once every rank has closed its file) holds
 no copies: ``/pages/*`` and ``/stats`` are virtual datasets that concatenate the ranks'
 datasets in rank order, ``/pages/rank`` (int16) says which rank each row came from,
-``/ranks/NNNN`` are external links to each rank file's root (for ``/index`` and
+``/ranks/NNNN`` are external links to each rank file's root (for ``/search`` and
 ``/links``, whose doc ids and offsets are per rank), ``/rank/pagerank`` concatenates the
 ranks' PageRank once ``bspcrawl rank`` has written it (``pagerank.py``), and the root
 attributes hold the crawl's global summary. ``h5py.File("DIR/crawl.h5")`` therefore

@@ -140,8 +140,9 @@ class SearchBuffer:
         g["pages/wlength"] = np.array(wlengths, np.float32)
         g.create_dataset("pages/title", data=np.array(titles, dtype=object),
                          dtype=h5py.string_dtype())
-        key = np.unique((_concat(self.pair_hash, np.uint64) << np.uint64(32))
-                        | _concat(self.pair_doc, np.uint64))  # by pair, then doc
+        key = np.sort((_concat(self.pair_hash, np.uint64) << np.uint64(32))
+                      | _concat(self.pair_doc, np.uint64))  # by pair, then doc
+        key = key[np.concatenate(([True], key[1:] != key[:-1]))] if len(key) else key
         g["pairs/term"] = (key >> np.uint64(32)).astype(np.int64)  # (32-bit terms.pair_hash)
         g["pairs/doc"] = (key & np.uint64(0xFFFFFFFF)).astype(np.int32)
         g["anchor/fp"] = _concat(self.anchor_fp, np.int64)
