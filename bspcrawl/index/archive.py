@@ -237,9 +237,14 @@ def read_rows(segment: h5py.File) -> tuple[dict, dict, list[str]]:
         empty = {name: np.zeros(0, dtype) for name, dtype in FIELDS.items()}
         return empty, {name: np.zeros(0) for name in VALIDATOR_FIELDS}, []
     history = {name: segment[f"history/{name}"][:] for name in FIELDS}
+    return history, read_validators(segment), json.loads(segment.attrs["warc_files"])
+
+
+def read_validators(segment: h5py.File) -> dict:
+    """The validator rows of a segment written with an archive, column by column."""
     validators = {name: segment[f"validators/{name}"][:] for name in VALIDATOR_FIELDS}
     validators["etag"] = segment["validators/etag"].asstr()[:].tolist()
-    return history, validators, json.loads(segment.attrs["warc_files"])
+    return validators
 
 
 def take_rows(segment: h5py.File, history: History, store: ValidatorStore) -> list[str]:
@@ -263,8 +268,7 @@ def join(f: h5py.File, parts: list[h5py.File], out: Path, rank: int) -> None:
     history.attrs.update(format=HISTORY_FORMAT, version=HISTORY_VERSION)
     store, files = ValidatorStore(), []
     for part in kept:
-        rows = {name: part[f"validators/{name}"][:] for name in VALIDATOR_FIELDS}
-        rows["etag"] = part["validators/etag"].asstr()[:].tolist()
+        rows = read_validators(part)
         if len(rows["fp"]):
             store.update(*(rows[name] for name in VALIDATOR_FIELDS))
         files = json.loads(part.attrs["warc_files"]) or files
