@@ -217,26 +217,8 @@ _SHORT = {"fetch_workers": "workers", "fetch_allow_net": "allow-net",
           "queue_memory_budget": "memory-budget"}
 
 
-# Old names that still work, with a one-line note: setting -> its new name.
-DEPRECATED = {"fetch_robots": "fetch_workers", "robots_ttl": "robotstxt_ttl",
-              "robots_retries": "robotstxt_retries"}
-_OLD_FLAGS = {"--robots": "fetch_workers", "--robots-ttl": "robotstxt_ttl",
-              "--robots-retries": "robotstxt_retries"}
-
-
 def _stderr_note(message: str) -> None:
     print(f"bspcrawl: note: {message}", file=sys.stderr)
-
-
-class _Deprecated(argparse.Action):
-    """An old option name: stores into the new setting and notes the rename once."""
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
-                 values: Any, option_string: str | None = None) -> None:
-        setattr(namespace, self.dest, values)
-        notes = getattr(namespace, "notes", None) or []
-        notes.append(f"{option_string} is deprecated; use {_flag(self.dest)}")
-        namespace.notes = notes
 
 
 def _flag(name: str) -> str:
@@ -262,25 +244,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
             kind = {"int": int, "float": float}.get(str(f.type), str)
             parser.add_argument(_flag(f.name), dest=f.name, type=kind, default=None,
                                 metavar=f.name.split("_")[-1].upper(), help=help_)
-    for old, name in _OLD_FLAGS.items():
-        kind = {"int": int, "float": float}[str(_TYPES[name])]
-        parser.add_argument(old, dest=name, type=kind, default=None, action=_Deprecated,
-                            help=argparse.SUPPRESS)
 
 
 def from_args(args: argparse.Namespace, base: dict[str, Any] | None = None,
               note: Callable[[str], None] = _stderr_note) -> Settings:
     """Build and validate Settings from defaults (or ``base``, a resumed crawl's stored
-    settings, old names renamed), then ``--config``, then the options given. Each use of a
-    deprecated name is reported through ``note``, once the settings are valid (a mistake
-    is one error line alone)."""
-    values: dict[str, Any] = {DEPRECATED.get(k, k): v for k, v in (base or {}).items()}
-    notes: list[str] = list(getattr(args, "notes", None) or [])
-    for key in [k for k in values if k not in _TYPES]:  # a newer bspcrawl's setting
-        notes.append(f"the stored setting {key!r} is unknown to this bspcrawl: ignored")
-        del values[key]
+    settings), then ``--config``, then the options given. A stored setting this bspcrawl
+    does not know is dropped and reported through ``note``, once the settings are valid
+    (a mistake is one error line alone)."""
+    values: dict[str, Any] = dict(base or {})
+    notes = [f"the stored setting {key!r} is unknown to this bspcrawl: ignored"
+             for key in values if key not in _TYPES]
+    values = {k: v for k, v in values.items() if k in _TYPES}
     if getattr(args, "config", None):
-        values.update(load_toml(Path(args.config), notes.append))
+        values.update(load_toml(Path(args.config)))
     for f in fields(Settings):
         given = getattr(args, f.name, None)
         if given is not None:
@@ -293,29 +270,23 @@ def from_args(args: argparse.Namespace, base: dict[str, Any] | None = None,
 
 def _hint(key: str, names: Iterable[str]) -> str:
     """What an unknown config *key* may have meant: the key of the option it names
-    ("robots", "--min-host-delay"), else the closest key."""
+    ("workers", "--min-host-delay"), else the closest key."""
     by_flag = {_flag(name)[2:]: name for name in names}
-    by_flag.update({old[2:]: name for old, name in _OLD_FLAGS.items()})
     flag = key.lstrip("-").replace("_", "-")
     if flag in by_flag:
         return f" (option --{flag} is {by_flag[flag]!r} in a config)"
-    keys = {**{name: name for name in names}, **DEPRECATED}
-    close = difflib.get_close_matches(key, list(keys), n=1)
-    return f" (did you mean {keys[close[0]]!r}?)" if close else ""
+    close = difflib.get_close_matches(key, list(names), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def load_toml(path: Path, note: Callable[[str], None]) -> dict[str, Any]:
-    """Read settings from a TOML file; unknown keys and wrong types are errors, old key
-    names are renamed with a note."""
+def load_toml(path: Path) -> dict[str, Any]:
+    """Read settings from a TOML file; unknown keys and wrong types are errors."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as e:
         raise SettingsError(f"cannot read config {path}: {e.strerror}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise SettingsError(f"config {path} is not valid TOML: {e}") from None
-    for old in [k for k in data if k in DEPRECATED]:
-        note(f"config {path}: {old} is deprecated; use {DEPRECATED[old]}")
-        data[DEPRECATED[old]] = data.pop(old)
     for key, value in data.items():
         if key not in _TYPES:
             raise SettingsError(f"config {path}: unknown setting {key!r}{_hint(key, _TYPES)}")

@@ -96,7 +96,7 @@ def test_output_is_a_file(tmp_path):
     (["run", "--no-such-option"], "unrecognized arguments"),
     (["run", "--workers", "zero"], "invalid int value"),
     (["run", "--workers", "0", "--seeds", "s", "--out", "o"], "--workers must be > 0"),
-    (["run", "--robots", "0", "--seeds", "s", "--out", "o"], "--workers must be > 0"),
+    (["run", "--robots-ttl", "9", "--seeds", "s", "--out", "o"], "unrecognized arguments"),
     (["run"], "needs --seeds"),
     (["frobnicate"], "invalid choice"),
     (["inspect"], "required"),
@@ -146,7 +146,7 @@ def test_an_earlier_crawl_is_never_overwritten_without_overwrite(tmp_path):
 def test_help_gives_each_default_once(command):
     text = " ".join(bspcrawl(command, "--help").stdout.split())
     assert "(default: None)" not in text and "(default: '')" not in text
-    assert text.count("(default: 8)") == 1  # --robots
+    assert text.count("(default: 8)") == 1  # --workers
     assert text.count("(default: auto)") == 1  # --progress
     assert "no limit) (default: 0)" in text  # --max-pages: a zero is shown
 
