@@ -137,11 +137,9 @@ def test_a_paused_fetcher_takes_up_its_transfers_when_resumed_or_its_pause_ends(
 def test_different_hosts_run_concurrently(server):
     paths = [f"/slow-hosts{i}" for i in range(4)]
     jobs = [FetchJob(0, i, f"{server}{path}", f"h{i}") for i, path in enumerate(paths)]
-    t0 = time.monotonic()
     fetch_all(jobs, fetch_workers=4)
-    assert time.monotonic() - t0 < 4 * 0.05 + 0.5
-    starts = sorted(s for _, s, _ in served(paths))
-    assert starts[-1] - starts[0] < 0.05  # all four started before the first ended
+    log = served(paths)
+    assert max(s for _, s, _ in log) < min(e for _, _, e in log)  # all started before one ended
 
 
 def test_free_robots_go_to_the_oldest_schedule_then_the_longest_queue(server):

@@ -169,7 +169,8 @@ def test_render_speed(big):
     t = time.perf_counter()
     for p in range(1000, 1300):
         big._render(p)
-    assert (time.perf_counter() - t) / 300 < 0.005  # about 0.5 ms here; loose bound
+    # timing: a page rendered slower than crawlers fetch makes benchmarks time the server
+    assert (time.perf_counter() - t) / 300 < 0.005
 
 
 def test_hrefs_resolve_to_targets(small, big):

@@ -272,7 +272,7 @@ def test_slow_host(adv_web, served):
     slow = host_of(adv_web, "slow")
     t0 = time.monotonic()
     status, _, body = get(adv_web, slow, "/p1.html")
-    took = time.monotonic() - t0
+    took = time.monotonic() - t0  # timing: a lower bound, which load cannot break
     assert status == 200 and took >= adv.SLOW_DELAY + 0.8 * len(body) / adv.SLOW_RATE
 
 
@@ -371,10 +371,9 @@ def test_gzip_bomb(adv_web, served):
     curl.setopt(pycurl.URL, adv_web.origins[j] + "/bomb.html")
     curl.setopt(pycurl.ACCEPT_ENCODING, "")
     curl.setopt(pycurl.WRITEFUNCTION, write)
-    t0 = time.monotonic()
     with pytest.raises(pycurl.error) as err:
         curl.perform()
-    assert err.value.args[0] == pycurl.E_WRITE_ERROR and time.monotonic() - t0 < 5
+    assert err.value.args[0] == pycurl.E_WRITE_ERROR and got[0] > CAP
     curl.close()
     # a smaller bomb of the same making is a valid gzip member
     count, head, block, tail = adv.gzip_bomb(8 << 20)
@@ -569,7 +568,7 @@ def test_timing_live():
     with running(web):
         t0 = time.monotonic()
         status, _, body = get(web, 1, web.path[web.site_start[1]])
-        took = time.monotonic() - t0
+        took = time.monotonic() - t0  # timing: a lower bound, which load cannot break
     assert status == 200 and took >= 0.1 + 0.8 * len(body) / (64 * 1024)
 
 
