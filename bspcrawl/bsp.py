@@ -15,12 +15,12 @@ the tests use it):
 3. :func:`exchange`, only when some rank sends links: one ``Ialltoallv`` of the URL
    batches, as byte buffers (never pickled lists).
 
-Measured on 2 local ranks: 1.3 ms a superstep this way, 4.6 ms with three collectives
-every superstep and fixed 0.5 ms sleeps.
+The collectives that carry nothing are skipped, since on a small crawl a superstep's
+latency is mostly theirs.
 
 Only the main thread calls MPI, and :func:`wait` polls with ``Test`` and short, growing
 sleeps: MPICH busy-polls inside blocking collectives, which would starve the fetch workers
-and the other ranks when ranks share cores (DESIGN.md, "Known pitfalls").
+and the other ranks when ranks share cores.
 """
 
 from __future__ import annotations
@@ -37,9 +37,9 @@ POLL_MIN, POLL_MAX = 20e-6, 1e-3  # backoff between Test() calls on a pending co
 def wait(requests: list[MPI.Request]) -> None:
     """Wait for non-blocking requests without MPICH's busy polling.
 
-    Non-blocking collectives progress only inside Test(), so polling starts fast and backs
-    off exponentially to 1 ms sleeps (measured here, 2 ranks: 0.6 ms a superstep exchange
-    against 2.6 ms with fixed 0.5 ms sleeps, and less CPU).
+    Non-blocking collectives progress only inside Test(), so polling starts fast (a quick
+    exchange ends in microseconds) and backs off exponentially to ``POLL_MAX`` sleeps (a
+    slow one costs little CPU).
     """
     delay = 0.0
     while not MPI.Request.Testall(requests):

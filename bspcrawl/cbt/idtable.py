@@ -3,9 +3,8 @@
 The CBT of Marin, Paredes and Bonacic (WIDM 2008, section 3) keeps ``Leaf[i]``, the leaf
 that item ``i`` sits in.  Our items are arbitrary 64-bit URL fingerprints, so ``Leaf[]``
 cannot be a plain array indexed by id; a Python ``dict`` would cost a Python object and
-an interpreter round trip per item on every bulk insert and extract (measured: ~6 ms of
-dict work per 8,000 inserted + 8,000 extracted ids, more than the whole CBT round).
-This table does the same job with numpy batches.
+an interpreter round trip per item on every bulk insert and extract, more than the rest
+of a CBT round.  This table does the same job with numpy batches.
 
 Layout: open addressing with linear probing over ``cap`` (a power of two) slots::
 

@@ -15,8 +15,8 @@ in any CBT, 0.93-1.00) and Fig. 10 the speed-up.  What this module decides:
   thread extracts its R/T and no thread waits for a global selection.  It is *not*
   the global top R: a tree may hold more than R/T of the global top R.  Because ids
   are hashed, each tree's items are a random sample of the queue, and each tree's
-  R/T-th best item ranks about R +- sqrt(R T) in the whole queue (measured: 98% of
-  a batch of R = 8,000 at T = 8 is in the queue's top R).  When R is not a
+  R/T-th best item ranks about R +- sqrt(R T) in the whole queue, so nearly all of a
+  batch is in the queue's top R.  When R is not a
   multiple of T, or a tree has fewer than R/T items, the other trees make up the
   difference (larger trees first), so the batch always has min(R, len) items.
 * **insert_many(R)** gives each tree the items hashed to it (about R/T each).  It is

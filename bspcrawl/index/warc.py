@@ -1,13 +1,13 @@
 """Per-rank WARC files (ISO 28500, WARC/1.1) of every fetch: request, response, revisit.
 
-The bodies of the history (:mod:`bspcrawl.index.history`, after Yioop's cache history,
-``../shared/seeds/002_*``) live here, in the archive format of the Internet Archive and
+The bodies of the history (:mod:`bspcrawl.index.history`, after the cache history of
+Yioop, C. Pollett's search engine) live here, in the archive format of the Internet Archive and
 Heritrix. Each record is its own gzip member, so a record is read by seeking to its offset;
 :meth:`WarcWriter.write_fetch` returns the (file, offset, length) of what it wrote for the
 HDF5 history to keep. Records are read with warcio, and written here byte for byte as
 warcio's ``WARCWriter`` would write them (same fields, order and digests; the tests check
-it): warcio's record builder cost ~0.2 ms of CPU a fetch in header bookkeeping and
-pure-Python base32, as much as the compression; the HTTP heads are still warcio's
+it): warcio's record builder costs as much CPU as the compression; the HTTP heads are
+still warcio's
 (``StatusAndHeaders``, which percent-encodes non-ASCII header values).
 
 **Records.** A fetch gives a ``response`` record and a ``request`` record pointing at it
@@ -48,12 +48,13 @@ are never touched by recovery.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import os
-import random
 import re
 import socket
 import time
+import uuid
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -74,18 +75,12 @@ from bspcrawl.messages import FetchResult
 
 OPEN = ".open"
 MAX_BYTES = 1 << 30  # default size at which a file is finished and the next one begun
-# Compression: ISA-L (python-isal), whose gzip members are plain gzip. On 300 testweb pages
-# (23 KB each) here, zlib level 1 / 6 compress 55 / 17 MB/s, ISA-L level 1 179 MB/s to a
-# smaller output than zlib's level 1: 0.13 ms of CPU for a page instead of 0.42 (with
-# zlib's level 1, a crawl that archived took 1.37x the CPU per page of one that did not).
+# Compression: ISA-L (python-isal), whose gzip members are plain gzip, several times as
+# fast as zlib's fastest level with a smaller output.
 LEVEL = 1  # ISA-L levels are 0..3
 NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 _RENAMED = ("content-encoding", "transfer-encoding")
-_UUID_CLEAR = ~((0xF000 << 64) | (0xC000 << 48)) & ((1 << 128) - 1)  # version, variant bits
-_UUID_V4 = (0x4000 << 64) | (0x8000 << 48)  # version 4, RFC 4122 variant
-_BASE32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
-_BASE32_PAIRS = [a + b for a in _BASE32 for b in _BASE32]  # 10 bits -> 2 letters
 _REQUEST, _RESPONSE = "application/http; msgtype=request", "application/http; msgtype=response"
 
 
@@ -122,13 +117,11 @@ def warc_date(t: float) -> str:
 
 def warc_digest(*parts: bytes) -> str:
     """The WARC digest of the concatenated *parts*: ``sha1:`` and base32, as warcio writes
-    it (``base64.b32encode`` is pure Python, ~13 µs a digest; this takes ~2)."""
+    it."""
     sha1 = hashlib.sha1()
     for part in parts:
         sha1.update(part)
-    n = int.from_bytes(sha1.digest(), "big")  # 160 bits: 16 pairs of letters
-    return "sha1:" + "".join([_BASE32_PAIRS[(n >> shift) & 1023]
-                              for shift in range(150, -1, -10)])
+    return "sha1:" + base64.b32encode(sha1.digest()).decode()
 
 
 _NO_PAYLOAD = warc_digest()  # a request record's: a GET has no body
@@ -229,7 +222,6 @@ class WarcWriter:
         self.index = files_used(self.folder, rank)  # the file being (or to be) written
         self._fd: int | None = None
         self._size = 0
-        self._random = random.Random(os.urandom(16))  # record ids: unique, not secret
 
     def path(self, index: int) -> Path:
         """The path of file ``index`` (the history's ``warc_file``): the file being written
@@ -320,15 +312,11 @@ class WarcWriter:
     # -------------------------------------------------------------- internals
 
     def _record_id(self) -> str:
-        """A WARC-Record-ID: a random (version 4) UUID URN, drawn without a system call
-        (warcio's ``uuid4`` reads os.urandom each time: 38 us here), its hex formatted
-        here (``uuid.UUID``'s would take 5 us)."""
-        h = f"{self._random.getrandbits(128) & _UUID_CLEAR | _UUID_V4:032x}"
-        return f"<urn:uuid:{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}>"
+        """A WARC-Record-ID: a random (version 4) UUID URN."""
+        return f"<urn:uuid:{uuid.uuid4()}>"
 
     def _member(self, record: bytes) -> bytes:
-        """``record`` as one gzip member (ISA-L in one call: a compress object took 1.5
-        µs more, and made a 285-byte request record 198 bytes instead of 65)."""
+        """``record`` as one gzip member, compressed in one call."""
         return isal_zlib.compress(record, self.level, 31)
 
     def _write(self, data: bytes) -> None:

@@ -1,45 +1,28 @@
 """Parse once: the links and the index text of a fetched HTML page, from one lexbor tree.
 
-What the commit pipeline (``commit.py``, on the scheduler's thread) does with each
-fetched HTML page (DESIGN.md, "What we measured about speed", items 1 and 2): parse it
-once with lexbor (selectolax's ``LexborHTMLParser``, an HTML5 parser: the tree a browser
-builds), take the link
-elements and the invisible ones, then the visible text from the same tree. The
-elements are taken one tag name at a time with ``tags`` (a walk of the tree, ~10 µs
-on a 50 KB page), and only for the names the markup has (the scan below counts
-them), not with a CSS query: that sets lexbor's selector engine up anew for each
-tree (tens of µs) and then tries every name on every element. lexbor parses about
-1.9 times as fast as lxml/libxml2 here; selectolax's per-node API (Python objects
-for each element and attribute read, ~0.2 µs an ``<a href>``) and the scan eat part
-of that, so link extraction is about 1.6 times as fast on 50 KB pages of 300 links
-and 1.2 times on 24 KB text pages, the whole job 1.5 and 1.3 times
-(``scripts/bench_links.py`` measures both side by side). And libxml2 stops at
-nesting depth 255, losing the rest of the page; lexbor does not.
+A page is parsed once with lexbor (selectolax's ``LexborHTMLParser``, an HTML5 parser:
+the tree a browser builds, with no nesting cut-off, unlike libxml2's 255), and its links,
+invisible elements and visible text all come from that tree. Link elements are taken one
+tag name at a time with ``tags``, only for the names the markup has (the scan below counts
+them): cheaper than a CSS query, which sets up lexbor's selector engine for each tree.
 
 Links, in first-seen document order (the crawl must be deterministic), come from
 ``a[href]``, ``area[href]``, ``link[href]`` with rel canonical, alternate or next
 (not stylesheets or icons), ``frame[src]``, ``iframe[src]`` and
 ``<meta http-equiv="refresh" content="0; url=...">``, also inside a top-level
-``<template>`` or ``<noframes>`` (raw text to an HTML5 parser, so parsed on its
-own), as lxml found them (an ``<svg>`` ``<a xlink:href>`` is none). A ``<frame>``
-the HTML5 tree builder drops (one after body content) is taken from the markup,
-after the other links, as lxml kept it. They are resolved (WHATWG,
-``bspcrawl.urls.resolve``, the "#fragment" cut off first) against the first
-``<base href>`` (itself resolved against the page URL) or the page URL, kept only
-if http(s), de-duplicated. A fragment-only href ("#top") and an ``href`` without a
-value resolve to the page itself, as in a browser. ``<meta name="robots">`` gives
-noindex / nofollow ("none" is both); with nofollow the page has no links, with
-noindex no text.
+``<template>`` or ``<noframes>`` (raw text to an HTML5 parser, so parsed on its own; an
+``<svg>`` ``<a xlink:href>`` is none). A ``<frame>`` the HTML5 tree builder drops (one
+after body content) is taken from the markup, after the other links. They are resolved
+(WHATWG, ``bspcrawl.urls.resolve``, the "#fragment" cut off first) against the first
+``<base href>`` (itself resolved against the page URL) or the page URL, kept only if
+http(s), de-duplicated. A fragment-only href ("#top") and an ``href`` without a value
+resolve to the page itself, as in a browser. ``<meta name="robots">`` gives noindex /
+nofollow ("none" is both); with nofollow the page has no links, with noindex no text.
 
 For the index for ranking (``index/ranking.py``) the page also gives each link's anchor
-text, and the text of its headings by level: the scan below finds which levels the markup
-has ("<h1" ... "<h6"), and each level present costs one walk of the tree. An element's
-text is lexbor's own textContent (``text_lexbor``: the same as selectolax's ``text()`` on
-the 338,781 anchors of 3,000 pages of the real trees, a third less time a call).
-
-Touch each href as little as possible: the hrefs, as in the markup, are
-de-duplicated per page with dict operations, and a ``LinkCache`` answers those
-already resolved for the same base; only the rest go to ada-url.
+text and the text of its headings by level (one walk of the tree per level present). Each
+href is touched as little as possible: de-duplicated per page, then a ``LinkCache``
+answers those already resolved for the same base; only the rest go to ada-url.
 
 Character set (in WHATWG's order): a BOM wins, then the ``charset`` argument (from
 the HTTP Content-Type), then a ``<meta charset>`` (or ``http-equiv`` Content-Type)
@@ -50,25 +33,20 @@ UTF-16 is UTF-8, ...); an unknown label, or one WHATWG has not (UTF-7), counts a
 none. Other encodings are transcoded to UTF-8 before parsing, invalid bytes become
 U+FFFD. An empty (or blank) body gives an empty ``ParsedPage``; no body raises.
 
-Hostile markup: HTML5 tree construction is quadratic in the nesting depth (block
-start tags and stray end tags look down the stack of open elements), worse with
-many active formatting elements (each is re-opened inside every new block: lexbor
-issue #340, 40 KB of ``<b>``/``<i>`` take seconds), and lexbor also merges the
-attributes of every extra ``<html>``/``<body>`` with a linear search; browsers cap
-the depth (Chromium at 512), lexbor does not. Measured unguarded: 850 KB of
-``<div></span>`` 12 s, 40 KB of #340 7 s. So every "<" of a page is looked at
-first (numpy, about a fifth of the parse's cost; the same look counts the "<"
-followed by the first four letters of each name the walk takes), and unless the page
-has at most ``_QUICK_TAGS`` "<" and at most ``_QUICK_STYLES`` that may start a
-formatting element (then its worst case is a few ms), its tags are scanned (15-30%
-more): per tag name, start tags minus end tags, never below zero (void
-elements, elements that close their own kind such as ``<p>`` or ``<li>``,
-raw-text elements and ``<a>`` do not count), summed over the names, bounds the
+Hostile markup: HTML5 tree construction is quadratic in the nesting depth (block start
+tags and stray end tags look down the stack of open elements), worse with many active
+formatting elements (each is re-opened inside every new block: lexbor issue #340), and
+lexbor merges the attributes of every extra ``<html>``/``<body>`` with a linear search;
+browsers cap the depth (Chromium at 512), lexbor does not, so such pages take seconds to
+minutes unguarded. So every "<" of a page is looked at first (numpy), and unless the
+page has at most ``_QUICK_TAGS`` "<" and at most ``_QUICK_STYLES`` that may start a
+formatting element, its tags are scanned: per tag name, start tags minus end tags, never
+below zero (void elements, elements that close their own kind such as ``<p>`` or
+``<li>``, raw-text elements and ``<a>`` do not count), summed over the names, bounds the
 depth. The start tags that take that bound past ``MAX_DEPTH`` (or the formatting
-elements' past ``MAX_FORMATTING``), and the ``<html>``/``<body>`` after the first
-when there are more than 16, become bogus comments ("<div" -> "<!iv"): the page
-parses flatter, in time linear in its size (at most ~4 times a plain page's),
-with all its text and links.
+elements' past ``MAX_FORMATTING``), and the ``<html>``/``<body>`` after the first when
+there are more than 16, become bogus comments ("<div" -> "<!iv"): the page parses
+flatter, in time linear in its size, with all its text and links.
 """
 
 from __future__ import annotations
@@ -111,7 +89,7 @@ _PLAIN = re.compile(r"(?!$)((?:\.\.?/)*)((?:[\w~-][\w.~-]*(?:/[\w~-][\w.~-]*)*/?
 """A relative path of plain segments (letters, digits, ``_.~-``, none starting with "."),
 after "./" and "../" segments: what WHATWG resolves against a base's directory by popping
 a segment per "../" (never the root) and appending the rest, with nothing to
-percent-encode or normalise (~1 µs a link instead of ~8 through ada-url)."""
+percent-encode or normalise, without a call to ada-url."""
 _C0_OR_SPACE = "".join(map(chr, range(0x21)))  # what WHATWG strips from both ends
 _TAB_OR_NEWLINE = dict.fromkeys(map(ord, "\t\n\r"))  # what WHATWG removes everywhere
 _LINK_RELS = frozenset(("canonical", "alternate", "next"))
@@ -397,7 +375,7 @@ def _utf8(body: bytes, charset: str | None) -> bytes:
 
 _QUICK_TAGS, _QUICK_STYLES = 1500, 64
 """Pages with at most this many "<", at most this many of them maybe starting a formatting
-element, are parsed unscanned: their worst case is a few ms (measured)."""
+element, are parsed unscanned: too few tags to nest deep enough to be slow."""
 _UNCOUNTED_NAMES = (  # never nest by themselves: void, closing their own kind, raw text
     b"area base br col embed hr img input link meta source track wbr param keygen frame "
     b"basefont bgsound image p li dd dt option optgroup td th tr tbody thead tfoot "
@@ -629,10 +607,8 @@ class _Walk:
     """What one walk over the link elements of a tree finds.
 
     Two ways, alike in what they find: ``walk_names``, tag name by tag name (lexbor's
-    ``tags``, ~10 µs a name on a 50 KB page), and ``walk``, one CSS query of all
-    names, for the pages with a ``<template>`` or ``<noframes>``, whose links are
-    outside the tree (a CSS query sets lexbor's selector engine up anew for each
-    tree, tens of µs, then tries each name on each element)."""
+    ``tags``), and ``walk``, one CSS query of all names, for the pages with a
+    ``<template>`` or ``<noframes>``, whose links are outside the tree."""
 
     __slots__ = ("base", "frames", "hidden", "hrefs", "robots", "selector", "title")
 
@@ -814,7 +790,7 @@ def parse_html(
         if body_el is not None:
             text = body_el.text_lexbor().encode()
         text = title.encode() + b"\n" + text
-        for level in levels:  # a walk of the tree each (~8 µs on 23 KB)
+        for level in levels:  # a walk of the tree each
             texts = [el.text_lexbor() for el in tree.tags(f"h{level}")]
             name = f"h{min(level, 5)}"
             headings[name] = "\n".join([headings[name], *texts] if name in headings else texts)

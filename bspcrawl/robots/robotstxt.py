@@ -19,7 +19,7 @@ more lenient than RFC 9309 or than Google's reference parser (google/robotstxt):
   other crawlers costs nothing once parsed;
 * a group of more than ``MAX_RULES`` rules (or ``MAX_WILDCARD_RULES`` with ``*`` or
   ``$``) disallows everything: every URL of the host would be matched against each
-  rule (24,000 wildcard rules cost 8.4 ms a check), and a site that needs that many
+  rule, and a site that needs that many
   is better left alone than allowed to stall a rank's superstep.
 
 Our product token is the part of the user agent before the first "/":
@@ -128,7 +128,7 @@ class RobotsRules:
 
     Build with ``parse`` (a fetched robots.txt), ``allow_all`` (no robots.txt:
     4xx) or ``disallow_all`` (unreachable: 5xx or network error, RFC 9309 §2.3.1).
-    Query with ``allowed(url)`` (a few µs), ``crawl_delay`` and ``sitemaps``.
+    Query with ``allowed(url)``, ``crawl_delay`` and ``sitemaps``.
     """
 
     __slots__ = ("_default", "_parser", "source", "too_costly")
