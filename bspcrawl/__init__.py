@@ -6,6 +6,5 @@ __version__ = "0.2.0"
 
 # No OpenBLAS thread pool (set before numpy is first imported; a program that imported it
 # already keeps its own): ranks are the parallelism, bspcrawl multiplies no float
-# matrices, and the pool's idle threads spun for 0.11 CPU-s in every process (a tenth of
-# a second per rank of each crawl; docs/performance/realweb.md, 2026-11-26).
+# matrices, and the pool's idle threads spin on the CPU in every process.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

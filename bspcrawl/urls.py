@@ -113,7 +113,7 @@ def resolve(href: str, base: str) -> str | None:
     """Resolve *href* against the absolute URL *base* (WHATWG), fragment cut.
 
     Returns None if the standard rejects the input or the result is not http(s)
-    (``javascript:``, ``mailto:``, ``data:``...). About 3 µs a call.
+    (``javascript:``, ``mailto:``, ``data:``...).
     """
     try:
         url = join_url(base, href)
@@ -203,7 +203,7 @@ def fingerprint(url: str, *, assume_canonical: bool = False) -> int:
     standard normalises have equal fingerprints. Raises ValueError like
     ``canonical``. With ``assume_canonical=True`` *url* is hashed as given (it
     must come from ``resolve``/``parse``/``canonical``, as ``parse_html`` links
-    do), which saves the ~3 µs of re-parsing.
+    do), which saves re-parsing it.
     """
     key = url if assume_canonical else canonical(url)
     return _signed(xxh3_64_intdigest(key.encode()))
@@ -213,7 +213,7 @@ def fingerprints(urls: list[str], *, assume_canonical: bool = False) -> np.ndarr
     """``fingerprint`` of each URL, as an int64 array of ``len(urls)``.
 
     With ``assume_canonical=True`` the URLs are hashed as given (they must come
-    from ``resolve``/``parse``/``canonical``), which skips re-parsing (~3 µs each).
+    from ``resolve``/``parse``/``canonical``), which skips re-parsing them.
     """
     keys = urls if assume_canonical else map(canonical, urls)
     digests = map(xxh3_64_intdigest, map(str.encode, keys))

@@ -41,9 +41,8 @@ _MIME_END = re.compile(r"[;\s]")
 def url_key(url: str) -> str:
     """The SURT key of ``url`` (``http://www.Example.com/a`` -> ``com,example)/a``):
     ``surt.surt``'s, computed here for the plain http(s) URLs a crawl is made of (``surt``
-    spent ~100 µs a URL in a crawl, most of it in a regular-expression parse and, for an IP
-    address, a resolver call; importing it costs ~90 ms, ``tldextract`` and ``requests``
-    with it). A lower-case DNS name or a dotted-quad IPv4 address, with a port or none, is
+    parses each URL with regular expressions, calls the resolver for an IP address, and
+    imports ``tldextract`` and ``requests``). A lower-case DNS name or a dotted-quad IPv4 address, with a port or none, is
     reversed, its ``www``/``wwwN.`` label dropped; a path and query of plain characters and
     %-escapes have their escapes decoded and the few bytes surt escapes escaped again
     (:func:`_escapes`), then (with no dot segment or empty segment left, nothing a
@@ -109,7 +108,7 @@ def _host_key(authority: str, default_port: str) -> str:
 
 
 def _surt(url: str) -> str:
-    import surt  # (~90 ms: tldextract and requests come with it; rarely needed)
+    import surt  # slow to import (tldextract and requests come with it); rarely needed
 
     try:
         return surt.surt(url)

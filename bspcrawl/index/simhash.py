@@ -7,14 +7,12 @@ near-duplicates (Manku et al.'s choice for 8 x 10^9 pages).
 
 Features are the page's *word pairs*: each two consecutive terms of its text (the term
 hashes ``index/terms.py`` computed at commit anyway, in text order), a pair that occurs
-twice counting twice. Measured on 1,000 testweb pages and a near-copy of each
-(docs/duplicates.md), pairs put 0.002% of the pairs of distinct pages within 3 bits and
-found 97.9% of the near-copies; the set of distinct terms 0.005% and 92.2%; terms
-weighted by ``tf`` let the common words decide every bit (21.7% within 3 bits). Term
-hashes are polynomial, with weak low bits, so each goes through the murmur3 64-bit
+twice counting twice: pairs tell near-copies from distinct pages better than the set of
+distinct terms, and terms weighted by ``tf`` let the common words decide every bit
+(docs/duplicates.md has the precision and recall). Term hashes are polynomial, with weak low bits, so each goes through the murmur3 64-bit
 finaliser; a pair's feature is ``mix(a) * C + mix(b)``. No Python loop per feature: the
 64 bit counts come from one ``bincount`` of the features' bytes (8 columns x 256 values)
-and a table of the bits of each byte value; 140 µs a testweb page of ~4,600 words.
+and a table of the bits of each byte value.
 
 >>> from bspcrawl.index.terms import count_terms
 >>> text = b" ".join(b"w%d" % i for i in range(1000))  # 1,000 words

@@ -5,13 +5,12 @@ every byte >= 0x80 (so UTF-8 words such as "café" or "東京" survive whole; no
 are not case-folded), of at most ``MAX_TERM_BYTES`` bytes (longer runs, base64 blobs and
 hashes, are dropped).
 
-No Python object per token (DESIGN.md, "What we measured about speed", item 3): one
+No Python object per token, which would cost more than the rest of the commit: one
 ``bytes.translate`` lower-cases and turns every other byte into a space, then numpy finds
 the runs and gives each a 64-bit polynomial hash (prefix sums of ``byte x B^i`` modulo
 2^64, cut by each run's bounds and shifted back by ``B^-start``), and one sort counts
 them. A page's terms are its sorted distinct hashes with their counts; the bytes of a
-term are only cut out when the index meets a hash it does not know. On 200 testweb pages
-(21 KB of text) this took 0.32 ms a page where ``Counter(text.split())`` took 0.65.
+term are only cut out when the index meets a hash it does not know.
 Hashes of distinct terms collide with chance ~n^2 / 2^65 for n distinct terms (10^-5 at
 10^7 terms), and a run of at most 64 bytes is too short for the known constructions of
 colliding strings for this hash (Thue-Morse strings need thousands of bytes).
@@ -189,7 +188,7 @@ def count_terms_each(texts: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.nda
 def count_terms_with(text: bytes, parts: list[bytes]
                      ) -> tuple[TermCounts, tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """``count_terms(text)`` and ``count_terms_each(parts)`` in one pass over them all
-    (a page's text and its title and headings: the fixed cost of a pass, ~30 µs, once).
+    (a page's text and its title and headings: the fixed cost of a pass paid once).
 
     >>> terms, (which, _, tf) = count_terms_with(b"a b a", [b"b", b"c c"])
     >>> sorted(terms.as_dict().items()), which.tolist(), tf.tolist()
@@ -213,9 +212,9 @@ def pair_hash(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     """The 32-bit hash (int64, in [0, 2^32)) of the adjacent term pairs ``(first[i],
     second[i])`` (int64 term hashes): the top half of ``first x M + second`` modulo
     2^64. 32 bits, so that a pair and a doc id make one int64 key (``ranking.write`` sorts
-    them with one ``np.sort``, 14 times as fast as a stable argsort): two distinct pairs of
-    a rank share a hash with chance ~n / 2^32 for n distinct pairs (0.02% at 10^6), and
-    then give a false phrase hit at worst."""
+    them with one ``np.sort``, not a stable argsort): two distinct pairs of a rank share a
+    hash with chance ~n / 2^32 for n distinct pairs, and then give a false phrase hit at
+    worst."""
     with np.errstate(over="ignore"):
         return ((first.view(np.uint64) * _PAIR_MUL + second.view(np.uint64))
                 >> np.uint64(32)).view(np.int64)

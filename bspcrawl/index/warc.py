@@ -1,7 +1,7 @@
 """Per-rank WARC files (ISO 28500, WARC/1.1) of every fetch: request, response, revisit.
 
-The bodies of the history (:mod:`bspcrawl.index.history`, after the cache history of
-Yioop, C. Pollett's search engine) live here, in the archive format of the Internet Archive and
+The bodies of the history (:mod:`bspcrawl.index.history`, after A. Kukreti, "Yioop full
+historical indexing in cache navigation", 2013) live here, in the archive format of the Internet Archive and
 Heritrix. Each record is its own gzip member, so a record is read by seeking to its offset;
 :meth:`WarcWriter.write_fetch` returns the (file, offset, length) of what it wrote for the
 HDF5 history to keep. Records are read with warcio, and written here byte for byte as

@@ -1,6 +1,7 @@
 """The selective-repeat sequence window that orders commits to the index.
 
-After Yioop's "Deliverable 3" (``../shared/seeds/000_*``): every fetch schedule gets a
+After "Modifying Yioop's queuing process" (a CS 297 deliverable under C. Pollett, San José
+State University), a selective-repeat window: every fetch schedule gets a
 sequence number; the *sender* side remembers each outstanding schedule (its schedule time,
 acknowledgement status and reschedule count) and refuses new schedules while ``size`` are
 outstanding; the *receiver* side holds results that arrive out of order and releases whole

@@ -110,9 +110,9 @@ ROBOTS_HOPS = 5  # redirects a robots.txt fetch follows (fetcher.ROBOTS_TXT_HOPS
 CURL_RETRY_WINDOW = 1.0  # s: libcurl's own retry of a request on a dead reused connection
 SLACK = 0.01  # s of log timing two requests to one host may seem to overlap by
 HANGUP_SLACK = 0.1  # s the same, after an answer the client gave up on: its end is when
-# the server noticed, which lags by what its event loop has to do (a fuzz campaign saw
-# 25 ms on a loaded machine: libcurl aborted a trickle at its low-speed limit and began
-# the next request at once, on a new connection)
+# the server noticed, which lags by what its event loop has to do on a loaded machine
+# (libcurl may abort a trickle at its low-speed limit and begin the next request at once,
+# on a new connection)
 OK, ERR = "ok", "err"
 BLOCKED = ("10.255.255.1", "[::1]")  # hosts of hrefs that the address guard refuses
 QUERIES = ("q=1", "q=a", "q=%FF", "q=1&r=2", "q=ä")
