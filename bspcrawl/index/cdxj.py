@@ -42,13 +42,14 @@ def url_key(url: str) -> str:
     """The SURT key of ``url`` (``http://www.Example.com/a`` -> ``com,example)/a``):
     ``surt.surt``'s, computed here for the plain http(s) URLs a crawl is made of (``surt``
     parses each URL with regular expressions, calls the resolver for an IP address, and
-    imports ``tldextract`` and ``requests``). A lower-case DNS name or a dotted-quad IPv4 address, with a port or none, is
-    reversed, its ``www``/``wwwN.`` label dropped; a path and query of plain characters and
-    %-escapes have their escapes decoded and the few bytes surt escapes escaped again
-    (:func:`_escapes`), then (with no dot segment or empty segment left, nothing a
-    session-id pattern of surt's could match) are lower-cased, the trailing ``/`` dropped
-    and the query's arguments sorted, as surt does. Anything else goes through
-    ``surt.surt`` itself (``tests/test_archive_interop.py`` checks that the two agree)."""
+    imports ``tldextract`` and ``requests``). A lower-case DNS name or a dotted-quad IPv4
+    address, with a port or none, is reversed, its ``www``/``wwwN.`` label dropped; a path
+    and query of plain characters and %-escapes have their escapes decoded and the few bytes
+    surt escapes escaped again (:func:`_escapes`), then (with no dot segment or empty
+    segment left, nothing a session-id pattern of surt's could match) are lower-cased, the
+    trailing ``/`` dropped and the query's arguments sorted, as surt does. Anything else
+    goes through ``surt.surt`` itself (``tests/test_archive_interop.py`` checks that the two
+    agree)."""
     scheme, sep, rest = url.partition("://")
     slash = rest.find("/")
     if sep and scheme in _DEFAULT_PORT and slash > 0 and _PLAIN.fullmatch(rest, slash):

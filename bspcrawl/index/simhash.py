@@ -9,10 +9,10 @@ Features are the page's *word pairs*: each two consecutive terms of its text (th
 hashes ``index/terms.py`` computed at commit anyway, in text order), a pair that occurs
 twice counting twice: pairs tell near-copies from distinct pages better than the set of
 distinct terms, and terms weighted by ``tf`` let the common words decide every bit
-(docs/duplicates.md has the precision and recall). Term hashes are polynomial, with weak low bits, so each goes through the murmur3 64-bit
-finaliser; a pair's feature is ``mix(a) * C + mix(b)``. No Python loop per feature: the
-64 bit counts come from one ``bincount`` of the features' bytes (8 columns x 256 values)
-and a table of the bits of each byte value.
+(docs/duplicates.md has the precision and recall). Term hashes are polynomial, with weak low
+bits, so each goes through the murmur3 64-bit finaliser; a pair's feature is ``mix(a) * C +
+mix(b)``. No Python loop per feature: the 64 bit counts come from one ``bincount`` of the
+features' bytes (8 columns x 256 values) and a table of the bits of each byte value.
 
 >>> from bspcrawl.index.terms import count_terms
 >>> text = b" ".join(b"w%d" % i for i in range(1000))  # 1,000 words

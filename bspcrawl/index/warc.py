@@ -1,14 +1,14 @@
 """Per-rank WARC files (ISO 28500, WARC/1.1) of every fetch: request, response, revisit.
 
 The bodies of the history (:mod:`bspcrawl.index.history`, after A. Kukreti, "Yioop full
-historical indexing in cache navigation", 2013) live here, in the archive format of the Internet Archive and
-Heritrix. Each record is its own gzip member, so a record is read by seeking to its offset;
-:meth:`WarcWriter.write_fetch` returns the (file, offset, length) of what it wrote for the
-HDF5 history to keep. Records are read with warcio, and written here byte for byte as
-warcio's ``WARCWriter`` would write them (same fields, order and digests; the tests check
-it): warcio's record builder costs as much CPU as the compression; the HTTP heads are
-still warcio's
-(``StatusAndHeaders``, which percent-encodes non-ASCII header values).
+historical indexing in cache navigation", 2013) live here, in the archive format of the
+Internet Archive and Heritrix. Each record is its own gzip member, so a record is read by
+seeking to its offset; :meth:`WarcWriter.write_fetch` returns the (file, offset, length) of
+what it wrote for the HDF5 history to keep. Records are read with warcio, and written here
+byte for byte as warcio's ``WARCWriter`` would write them (same fields, order and digests;
+the tests check it): warcio's record builder costs as much CPU as the compression; the HTTP
+heads are still warcio's (``StatusAndHeaders``, which percent-encodes non-ASCII header
+values).
 
 **Records.** A fetch gives a ``response`` record and a ``request`` record pointing at it
 (``WARC-Concurrent-To``). A 304, or a 200 whose body equals the newest archived one (same
