@@ -82,9 +82,9 @@ def test_one_request_per_host_at_a_time_in_order_with_the_delay(server):
     results = fetch_all(jobs, fetch_workers=4)
     assert [r.job.index for r in results] == [0, 1, 2, 3]
     assert all(r.status == 200 and len(r.body) == 100 for r in results)
-    spans = [(s, e) for p, s, e in served(paths)]
-    for (_, end), (start, _) in zip(spans, spans[1:], strict=False):
-        assert start - end >= 0.09  # the delay, measured at the server
+    starts = [s for p, s, e in served(paths)]
+    for before, start in zip(starts, starts[1:], strict=False):
+        assert start - before >= 0.1  # timing: the delay, a lower bound (start to start)
 
 
 def most_at_once(spans, slack=0.002):

@@ -76,8 +76,10 @@ def test_robots_is_read_up_to_500_kib(site, tmp_path):
 def test_crawl_delay_is_honoured_between_requests(site, tmp_path):
     with crawl_here(tmp_path, [site.url + "/"]) as f:
         assert len(urls_of(f)) == 4
-    spans = sorted((s, e) for p, s, e, _ in site.log if p != "/robots.txt")
-    gaps = [b[0] - a[1] for a, b in zip(spans, spans[1:], strict=False)]
+    # timing: a lower bound, start to start: the server stamps a start before it answers,
+    # and the crawler rests from the answer's end, so load can only lengthen the gaps
+    starts = sorted(s for p, s, _, _ in site.log if p != "/robots.txt")
+    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
     assert min(gaps) >= 0.29, gaps
 
 
@@ -88,8 +90,8 @@ def test_min_delay_and_response_factor_pace_a_host(site, tmp_path):
     with crawl_here(tmp_path, [site.url + "/"], politeness_min_host_delay=0.2,
                     politeness_response_factor=1.0) as f:
         assert len(urls_of(f)) == 5
-    spans = sorted((s, e) for _, s, e, _ in site.log)
-    assert all(b[0] - a[1] >= 0.19 for a, b in zip(spans, spans[1:], strict=False))
+    starts = sorted(s for _, s, _, _ in site.log)  # timing: a lower bound, as above
+    assert all(b - a >= 0.19 for a, b in zip(starts, starts[1:], strict=False))
 
 
 @pytest.mark.parametrize("site", [{
@@ -99,10 +101,10 @@ def test_min_delay_and_response_factor_pace_a_host(site, tmp_path):
 def test_429_and_503_are_retried_after_retry_after_and_committed_once(site, tmp_path):
     with crawl_here(tmp_path, [site.url + "/"], politeness_max_backoff=1.5) as f:
         assert urls_of(f) == {site.url + "/": 200, site.url + "/busy": 200}
-    busy = [(s, e) for p, s, e, _ in site.log if p == "/busy"]
+    busy = [s for p, s, _, _ in site.log if p == "/busy"]  # timing: lower bounds, as above
     assert len(busy) == 3
-    assert busy[1][0] - busy[0][1] >= 0.95  # Retry-After: 1
-    assert busy[2][0] - busy[1][1] >= 1.4  # no header: backoff 5 s, capped at 1.5 s
+    assert busy[1] - busy[0] >= 0.99  # Retry-After: 1
+    assert busy[2] - busy[1] >= 1.49  # no header: backoff 5 s, capped at 1.5 s
 
 
 @pytest.mark.parametrize("site", [{

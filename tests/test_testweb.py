@@ -377,7 +377,7 @@ def test_server_concurrent_with_latency(small, tmp_path):
         assert set(pool.map(fetch, pages)) == {200}
     rows = [line.split("\t") for line in log.read_text().splitlines()]
     assert len(rows) == len(pages)
-    assert all(float(r[3]) - float(r[2]) >= 0.002 for r in rows)
+    assert all(float(r[3]) - float(r[2]) >= 0.002 for r in rows)  # timing: a lower bound
     starts = [float(r[2]) for r in rows]  # rows are in finishing order
     assert starts != sorted(starts)
 

@@ -1,4 +1,4 @@
-"""A hostile web for fuzzing the crawler (issue 14): a seeded generator of hostile HTTP
+"""A hostile web for fuzzing the crawler: a seeded generator of hostile HTTP
 answers, a raw-socket server that sends them byte for byte, and an audit of a crawl of it.
 
 Unlike the polite web of :mod:`.model` (whose every answer is a well-formed function of the
@@ -55,15 +55,15 @@ earlier request).
 **The audit** (:func:`audit`) checks a crawl of the hostile web against its log and output:
 
 - *no URL requested twice* unless the earlier answer called for it, by the crawler's own
-  rules: a page answered 429 or 503 (``ok``) is fetched again, up to ``politeness_retries``
-  times (``frontier.py``, ``Frontier.done``); a robots.txt fetch (a chain of requests through
-  its redirects) whose last answer was a 5xx, a status < 200 or an error (and not more than
-  five redirects, nor a refused address: ``politeness.unreachable``) is fetched again up to
-  ``robotstxt_retries`` times (``HostTable._robots``); a 429 counts as unreachable (as
-  Google treats it), every other 4xx as "unavailable", final. libcurl itself sends a
-  request again once when a reused connection fails before the answer's first byte (RFC
-  9110 9.2.2); an ``err`` on a ``reused`` connection followed within
-  :data:`CURL_RETRY_WINDOW` by the same request is one fetch;
+  rules: a page answered 429 or 503 (``ok``) is fetched again, up to
+  ``politeness_retries`` times; a robots.txt fetch (a chain of requests through its
+  redirects) whose last answer was a 5xx, a status < 200 or an error (and not more than
+  five redirects, nor a refused address: ``politeness.unreachable``) is fetched again up
+  to ``robotstxt_retries`` times; a 429 counts as unreachable (as Google treats it), every
+  other 4xx as "unavailable", final. libcurl itself sends a request again once when a
+  reused connection fails before the answer's first byte (RFC 9110 9.2.2); an ``err`` on a
+  ``reused`` connection followed within :data:`CURL_RETRY_WINDOW` by the same request is
+  one fetch;
 - *never two requests in flight to one host*: the ``[start, end]`` intervals of a netloc do
   not overlap, beyond ``slack`` seconds of logging. Exempt: a robots.txt fetch that followed
   a redirect to *another* host (an alias ``/robots/<s>-<j>.txt`` on a host other than ``s``):
