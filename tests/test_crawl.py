@@ -133,18 +133,23 @@ def test_max_seconds_and_sigterm_stop_at_a_superstep_boundary(tmp_path):
     import signal
     import time
 
-    with serve(pages=600, hosts=20, latency="0.05,0.1") as web:
+    log = tmp_path / "served.log"
+    with serve(pages=600, hosts=20, latency="0.2,0.3", log=log) as web:  # many seconds
         t0 = time.monotonic()
-        res = crawl(2, web.seeds(), tmp_path / "timed", "--max-seconds", "2")
+        res = crawl(2, web.seeds(), tmp_path / "timed", "--max-seconds", "3")
         assert res.returncode == 0, res.stderr
-        assert time.monotonic() - t0 < 20  # timing: --max-seconds 2 is a time; 10x slack
+        assert time.monotonic() - t0 < 30  # timing: --max-seconds 3 is a time; 10x slack
         seeds = tmp_path / "seeds.txt"
         seeds.write_text("\n".join(web.seeds()))
+        served = len(log.read_text().splitlines())
         proc = subprocess.Popen([PY, "-m", "bspcrawl", "run", "--seeds", str(seeds), "--out",
                                  str(tmp_path / "signalled"), *UNPACED,
                                  "--allow-net", "127.0.0.0/8", "--progress", "none"],
                                 stderr=subprocess.PIPE, text=True)
-        time.sleep(3)
+        deadline = time.monotonic() + 120  # the signal once the crawl has fetched pages
+        while (len(log.read_text().splitlines()) < served + 40
+               and time.monotonic() < deadline):
+            time.sleep(0.1)
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0, proc.stderr.read()
     timed, signalled = _summary(tmp_path / "timed"), _summary(tmp_path / "signalled")
