@@ -1,26 +1,13 @@
-"""The backlog: the URLs waiting in a rank's frontier, as records in append-only segment
-logs, one per priority, in RAM up to a budget and on disk past it.
+"""The backlog: the URLs waiting in a rank's frontier, as records in append-only logs, one
+per priority, in RAM up to a budget and on disk past it (as IRLbot and BUbiNG keep theirs).
 
-The CBT of Marin et al. (2008) orders the URLs a rank has to fetch; held whole it costs
-hundreds of bytes per waiting URL (its buckets and id table, a ``Link`` object and its
-URL string in a dict). IRLbot and BUbiNG keep their frontiers on disk in files read back
-in order. Here every URL a rank accepts becomes a *record* (:func:`record`: fingerprint,
-depth, hops, URL) appended to the log of its priority (``-depth``), and the CBT holds only
-the first records of each log: a log is a FIFO, so its head is the best of its records,
-and the CBT merges the heads (``queue.py``). The RAM a waiting URL
-costs is its record, while it is in a log's *tail*; past ``memory`` bytes of tails over
-all logs the largest tails are appended to their segment files, and records are read back
-a chunk at a time when they reach the head. So a rank's RAM for its waiting URLs is
-bounded by the budget, whatever the frontier's size.
-
-A log is cut into segments of :data:`SEGMENT_BYTES`, files ``DIR/frontier/rank-NNNN/
-{name}-SSSSSSSS.seg``. A segment is written once, in order, then only read; a segment read
-whole (or a log read to its end) is deleted unless a checkpoint still refers to it
-(``pinned``, see ``checkpoint.py``). A checkpoint writes each tail to its file, fsyncs
-them, and names for each log its segments and read position (:meth:`Backlog.state`): what
-changed since the last checkpoint is what was appended since, and nothing is copied again.
-A resume reads the logs a checkpoint names (:func:`replay`) into new segments, so a
-checkpoint's files are never written again.
+A CBT holding every waiting URL costs hundreds of bytes each; here a URL costs its record,
+appended to its priority's log, and the CBT holds only the logs' heads (``queue.py``).
+Past ``memory`` bytes of tails the largest are appended to their segment files
+(``DIR/frontier/rank-NNNN/qLLLL-SSSSSSSS.seg``), read back a chunk at a time at the head.
+A segment is written once, then only read; one read whole is deleted unless a kept
+checkpoint names it (``pinned``). A checkpoint fsyncs the tails and names each log's
+segments and read position, copying nothing; a resume reads them into new segments.
 
 Record layout, little-endian: int64 fingerprint, int32 depth, int32 hops, uint32 URL
 length, then the URL's UTF-8 bytes.
@@ -40,12 +27,12 @@ from bspcrawl.durable import sync_dir
 from bspcrawl.messages import Link
 
 HEADER = struct.Struct("<qiiI")  # fingerprint, depth, hops, URL bytes
-SEGMENT_BYTES = 1 << 24  # a segment file holds at most this many bytes (16 MiB)
+SEGMENT_BYTES = 1 << 24  # a segment file's size at most
 CHUNK = 1 << 16  # bytes read from a segment at a time
 
 
 def record(fp: int, link: Link) -> bytes:
-    """The record of a waiting URL (its anchor text is not kept: credited on arrival)."""
+    """The record of a waiting URL (not its anchor text: credited on arrival)."""
     url = link.url.encode()
     return HEADER.pack(fp, link.depth, link.hops, len(url)) + url
 
@@ -58,7 +45,6 @@ def parse(data: bytes | bytearray | memoryview, at: int = 0) -> tuple[int, Link,
 
 
 def parse_all(data: bytes) -> Iterator[tuple[int, Link]]:
-    """The (fingerprint, link) of each record of ``data``."""
     at = 0
     while at < len(data):
         fp, link, at = parse(data, at)
@@ -67,9 +53,8 @@ def parse_all(data: bytes) -> Iterator[tuple[int, Link]]:
 
 @dataclass
 class BacklogState:
-    """The backlog's logs at a checkpoint, one row per priority (int64 but ``prio``):
-    the log's number, the read position (segment, offset), the records past it, the last
-    segment and its size on disk."""
+    """The logs at a checkpoint, a row per priority: the log's number, the read position
+    (segment, offset), the records past it, the last segment and its size on disk."""
 
     prio: np.ndarray  # float64
     log: np.ndarray
@@ -80,26 +65,21 @@ class BacklogState:
     size: np.ndarray
 
     def files(self) -> set[str]:
-        """The names of the segment files the state refers to (each holds data)."""
-        return {segment_name(n, s) for n, seg, last, size in zip(
+        """The names of the segment files the state refers to."""
+        return {segment_file(f"q{n:04d}", s) for n, seg, last, size in zip(
             self.log.tolist(), self.seg.tolist(), self.last.tolist(), self.size.tolist(),
             strict=True) for s in range(seg, last + (size > 0))}
 
 
-def segment_name(log: int, seg: int) -> str:
-    """The file name of segment ``seg`` of log number ``log``."""
-    return f"q{log:04d}-{seg:08d}.seg"
+def segment_file(name: str, seg: int) -> str:
+    """The file name of segment ``seg`` of the log ``name``."""
+    return f"{name}-{seg:08d}.seg"
 
 
 class Log:
-    """An append-only log of bytes in segment files, its last segment's tail in RAM.
-
-    API: :meth:`append`, :meth:`read` a segment's bytes, :meth:`spill` the tail to disk,
-    :meth:`end`, :meth:`segment_size`. Without a directory everything stays in RAM (one
-    endless segment). ``last`` is the segment appended to; its first ``written`` bytes
-    are on disk, the rest in ``tail``; ``sealed`` holds the sizes of earlier segments
-    still in use.
-    """
+    """An append-only log of bytes in segment files (without a directory, one endless
+    segment in RAM): segment ``last`` has ``written`` bytes on disk, then ``tail`` in RAM;
+    ``sealed`` holds the sizes of earlier segments still in use."""
 
     def __init__(self, directory: Path | None, name: str, last: int = 0,
                  written: int = 0) -> None:
@@ -109,20 +89,18 @@ class Log:
         self.sealed: dict[int, int] = {}
 
     def path(self, seg: int) -> Path:
-        """The file of segment ``seg``."""
         assert self.dir is not None
-        return self.dir / f"{self.name}-{seg:08d}.seg"
+        return self.dir / segment_file(self.name, seg)
 
     def end(self) -> tuple[int, int]:
         """(segment, offset) just past the last byte appended."""
         return self.last, self.written + len(self.tail)
 
     def segment_size(self, seg: int) -> int:
-        """Bytes of segment ``seg`` so far."""
         return self.written + len(self.tail) if seg == self.last else self.sealed[seg]
 
     def append(self, data: bytes) -> None:
-        """Append ``data`` (whole records: a segment ends at a record's end)."""
+        """Append whole records (a segment ends at a record's end)."""
         self.tail += data
         if self.dir is not None and self.written + len(self.tail) >= SEGMENT_BYTES:
             self.spill()
@@ -130,7 +108,7 @@ class Log:
             self.last, self.written = self.last + 1, 0
 
     def spill(self, sync: bool = False) -> int:
-        """Append the tail to its segment file (fsynced if ``sync``); the bytes it held."""
+        """Append the tail to its file (fsynced if ``sync``); the bytes it held."""
         n = len(self.tail)
         if self.dir is None or not (n or sync and self.written):
             return 0
@@ -159,20 +137,19 @@ class Log:
 
 
 class Queue:
-    """The records of one priority, first in first out, over a :class:`Log`: ``seg`` and
-    ``pos`` are the read position, ``count`` the records past it."""
+    """The records of one priority, first in first out: read at (``seg``, ``pos``) of its
+    :class:`Log`, ``count`` records past it."""
 
     def __init__(self, log: Log, count: int = 0, seg: int = 0, pos: int = 0) -> None:
         self.log, self.count, self.seg, self.pos = log, count, seg, pos
 
     def take(self, n: int, done: set[str]) -> list[tuple[int, Link]]:
-        """The next ``n`` records (fewer if fewer wait), as (fingerprint, link). The files
-        of segments read whole are added to ``done``; a log read to its end goes on in a
-        new segment (its tail is dropped unwritten: every record of it was read)."""
+        """The next ``n`` records; the files read whole go to ``done``. A log read to its end
+        goes on in a new segment, its tail dropped unwritten."""
         out: list[tuple[int, Link]] = []
         log = self.log
         while len(out) < n and self.count:
-            if self.pos >= log.segment_size(self.seg):  # read whole: the next one
+            if self.pos >= log.segment_size(self.seg):
                 done.add(log.path(self.seg).name)
                 del log.sealed[self.seg]
                 self.seg, self.pos = self.seg + 1, 0
@@ -198,30 +175,23 @@ class Queue:
         return out
 
     def segments(self) -> range:
-        """The segments still read, the read position's to the last."""
         return range(self.seg, self.log.last + 1)
 
 
 class Backlog:
-    """Every waiting URL of a rank that the CBT does not hold: one :class:`Queue` per
-    priority, on disk in ``directory`` past ``memory`` bytes of tails.
+    """Every waiting URL of a rank that the CBT does not hold: a :class:`Queue` per
+    priority, on disk in ``directory`` past ``memory`` bytes of tails. API: :meth:`put`,
+    :meth:`take`, :meth:`waiting`; :meth:`state` and :func:`replay` for checkpoints.
 
-    API: :meth:`put` records of a priority, :meth:`take` its next ones, :meth:`waiting`
-    per priority, ``len()``; for checkpoints :meth:`state` (flush and name the logs),
-    :func:`replay` them on resume; :meth:`live` names the
-    files still read. ``pinned`` (set by ``checkpoint.py``) names the files kept
-    checkpoints refer to. Without a directory nothing spills and there are no checkpoints.
-
-    Invariants (:meth:`_check`): a queue's ``count`` is the number of records from its
-    read position to its log's end; the tails hold at most ``memory`` bytes after every
-    :meth:`put`; a file read whole is deleted unless pinned.
+    Invariants (:meth:`_check`): a queue's ``count`` is its records from its read position
+    on; the tails hold at most ``memory`` bytes after a :meth:`put`.
     """
 
     def __init__(self, directory: Path | None = None, memory: int = 64 << 20) -> None:
         self.dir, self.memory = directory, memory
         self.queues: dict[float, Queue] = {}
-        self.logs: dict[float, int] = {}  # priority -> its log's number (file names)
-        self.pinned: set[str] = set()  # files a kept checkpoint refers to
+        self.logs: dict[float, int] = {}  # priority -> its log's number
+        self.pinned: set[str] = set()  # files a kept checkpoint names (checkpoint.Retention)
         self.first = 0  # the first segment number of a new log
 
     def __len__(self) -> int:
@@ -229,7 +199,6 @@ class Backlog:
 
     @property
     def ram(self) -> int:
-        """Bytes of records held in RAM (the tails)."""
         return sum(len(q.log.tail) for q in self.queues.values())
 
     def _queue(self, prio: float) -> Queue:
@@ -241,13 +210,11 @@ class Backlog:
         return q
 
     def start_after_existing(self) -> None:
-        """Number new segments after every file in the directory (a resume: the files there
-        are a checkpoint's, which stay as they are)."""
+        """Number new segments after the directory's files (a checkpoint's, left as they are)."""
         self.first = next_segment(self.dir, "q*.seg")
 
     def put(self, prio: float, records: list[bytes]) -> None:
-        """Append records of priority ``prio``; past ``memory`` bytes of tails, write the
-        largest tails to their files until half the budget is left."""
+        """Append records; past ``memory`` bytes of tails, spill the largest to half of it."""
         q = self._queue(prio)
         q.log.append(b"".join(records))
         q.count += len(records)
@@ -258,12 +225,11 @@ class Backlog:
                     break
 
     def waiting(self) -> dict[float, int]:
-        """Records waiting per priority (priorities with none left out)."""
+        """Records waiting per priority that has some."""
         return {p: q.count for p, q in self.queues.items() if q.count}
 
     def take(self, prio: float, n: int) -> list[tuple[int, Link]]:
-        """The next ``n`` records of priority ``prio``, first in first out; the files
-        read whole that no checkpoint refers to are deleted."""
+        """The next ``n`` records of ``prio``; files read whole and not pinned are deleted."""
         done: set[str] = set()
         out = self.queues[prio].take(n, done)
         if self.dir is not None:
@@ -272,13 +238,13 @@ class Backlog:
         return out
 
     def records(self) -> Iterator[tuple[float, int, Link]]:
-        """Every waiting record as (priority, fingerprint, link), left in place (tests)."""
+        """Every waiting record as (priority, fingerprint, link), left in place."""
         for prio, q in self.queues.items():
             for fp, link in _peek(q):
                 yield prio, fp, link
 
     def state(self) -> BacklogState:
-        """Write every tail to its file and fsync them; name the logs."""
+        """Fsync every tail to its file; name the logs."""
         if self.dir is None:
             raise RuntimeError("a backlog without a directory cannot be checkpointed")
         qs = list(self.queues.items())
@@ -294,11 +260,10 @@ class Backlog:
                             col(lambda q: q.log.written))
 
     def live(self) -> set[str]:
-        """The names of the segment files still to be read."""
+        """The segment files still to be read."""
         return {q.log.path(s).name for q in self.queues.values() for s in q.segments()}
 
     def _check(self) -> None:
-        """Assert the invariants of the class docstring (tests call it)."""
         for prio, q in self.queues.items():
             n = sum(1 for _ in _peek(q))
             assert n == q.count, (prio, n, q.count)
@@ -308,7 +273,7 @@ class Backlog:
 
 
 def _peek(q: Queue) -> Iterator[tuple[int, Link]]:
-    """Read a queue to its end, leaving it and its log as they are."""
+    """Read a queue to its end, leaving it as it is."""
     log = Log(q.log.dir, q.log.name, q.log.last, q.log.written)
     log.tail, log.sealed = q.log.tail, dict(q.log.sealed)
     copy = Queue(log, q.count, q.seg, q.pos)
@@ -317,8 +282,7 @@ def _peek(q: Queue) -> Iterator[tuple[int, Link]]:
 
 
 def replay(directory: Path, state: BacklogState) -> Iterator[tuple[float, int, Link]]:
-    """Every record waiting in a rank's logs in ``directory`` at a checkpoint, as
-    (priority, fingerprint, link); the files are only read."""
+    """Every record waiting in the logs ``state`` names in ``directory``, only read."""
     for prio, n, seg, pos, count, last, size in zip(*(getattr(state, k).tolist() for k in (
             "prio", "log", "seg", "pos", "count", "last", "size")), strict=True):
         log = Log(directory, f"q{n:04d}", last, size)

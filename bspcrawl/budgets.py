@@ -1,21 +1,12 @@
-"""Per-host and per-registered-domain budgets of URLs, counted as URLs arrive.
-
-A spider trap that is shallow and endless (a calendar, a faceted search) makes new URLs
-of the same host forever; a domain can add hosts as well (``a1.example``,
-``a2.example``...). So a rank takes at most ``crawl_max_host_pages`` URLs of one host and
-``crawl_max_domain_pages`` of one registered domain (``urls.registered_domain``), counted
-when a new URL arrives, before it costs memory, whatever its answer turns out to be
-(revisits and retries are not arrivals). Heritrix's queue budgets and IRLbot's per-domain
-budgets are the models.
+"""Whether a URL's host and registered domain may add more URLs, counted on arrival, so an
+endless shallow trap or endless subdomains are bounded (after Heritrix's queue budgets and
+IRLbot's per-domain budgets).
 
 A host lives on one rank, so its count is exact. A domain's hosts are spread over the
-ranks, so each rank counts the URLs it takes per domain and tells the others at a sync
-(:meth:`Budgets.news`, then :meth:`Budgets.add_news` with the other ranks'), once it took
-``domain_cap / (2 P)`` of them since it last told: so most domains never cost a message,
-and a superstep without news has no collective for them. A rank then sees its own count and
-what the others told, so a domain can go over its budget by half of it and what the ranks
-took in one superstep: a bound on a hostile domain's cost, not a quota to the page. Every
-rank takes the same decisions for the same P.
+ranks: each rank tells the others its count at a sync once it took ``domain_cap / (2 P)``
+URLs since it last told (:meth:`Budgets.news`), so most domains never cost a message. A
+domain can go over its budget by half of it plus one superstep's URLs: a bound on a
+hostile domain's cost, not a quota to the page.
 """
 
 from __future__ import annotations
@@ -30,8 +21,7 @@ from bspcrawl.urls import domain_hash, host_key
 
 @dataclass
 class BudgetsState:
-    """The budgets in a checkpoint: URLs taken per host key, and per domain hash as this
-    rank sees them with the part it has not told yet."""
+    """The budgets in a checkpoint: URLs per host, and per domain with the part untold."""
 
     host: np.ndarray  # str
     host_n: np.ndarray  # int64
@@ -47,14 +37,13 @@ class Budgets:
         self.host_cap, self.domain_cap, self.ranks = host_cap, domain_cap, ranks
         self.due = max(1, domain_cap // (2 * ranks))  # untold URLs of a domain to tell
         self.hosts: dict[str, int] = {}  # host key -> URLs taken
-        self.domain_of: dict[str, int] = {}  # host key -> its registered domain's hash
-        self.domains: dict[int, int] = {}  # domain hash -> URLs taken (see module doc)
+        self.domain_of: dict[str, int] = {}  # host key -> domain hash
+        self.domains: dict[int, int] = {}  # domain hash -> URLs taken, told or own
         self.new: dict[int, int] = {}  # domain hash -> URLs this rank took, untold
-        self.ready: list[int] = []  # domains of ``due`` untold URLs, to tell at the sync
+        self.ready: list[int] = []  # domains due to be told
 
     def take(self, url: str) -> str:
-        """Count ``url`` in its host's and domain's budgets; or if either is spent, return
-        the name of the counter that says so (and count nothing)."""
+        """Count ``url`` in its budgets, or if one is spent, the counter that says so."""
         if not (self.host_cap or self.domain_cap):
             return ""
         key = host_key(url)
@@ -77,23 +66,19 @@ class Budgets:
         return ""
 
     def news(self) -> np.ndarray:
-        """The domains this rank took ``domain_cap / (2 ranks)`` URLs of since it last
-        told, as int64 pairs (domain hash, URLs) flattened, for the other ranks; those
-        counts are then told (they are counted here already). Costs nothing for the
-        domains not due: they are listed as they become due."""
+        """The (domain hash, URLs) pairs, flattened, of the domains due to be told."""
         told = [(d, self.new.pop(d)) for d in self.ready]
         self.ready.clear()
         return np.array(told, np.int64).reshape(-1)
 
     def add_news(self, pairs: np.ndarray) -> None:
-        """Add the other ranks' :meth:`news` (pairs flattened, as sent)."""
+        """Add the other ranks' :meth:`news`."""
         domains = self.domains
         for d, n in pairs.reshape(-1, 2).tolist():
             domains[d] = domains.get(d, 0) + n
 
     def state(self) -> BudgetsState:
-        """The counts as a checkpoint holds them: hosts', and domains' as this rank sees
-        them (its own untold counts as such, so that they are told after a resume)."""
+        """The counts for a checkpoint, the untold ones apart so they are told on resume."""
         return BudgetsState(
             np.array(list(self.hosts), dtype=object),
             np.fromiter(self.hosts.values(), np.int64, len(self.hosts)),
@@ -102,11 +87,8 @@ class Budgets:
             np.array([self.new.get(d, 0) for d in self.domains], np.int64))
 
     def restore(self, states: list[BudgetsState], owns: Callable[[str], bool]) -> None:
-        """Take the host counts of the hosts this rank ``owns`` from checkpoint
-        ``states``: this rank's own, or with another P every old rank's. Domain counts:
-        what was told, the same in every state, plus the untold counts of the states
-        given; those stay untold with the same P, and with another P they count as told
-        (every new rank has them all)."""
+        """Take the counts of the hosts this rank ``owns``, and each domain's told count
+        plus every state's untold; those stay untold only on the same P."""
         told: dict[int, int] = {}
         untold: dict[int, int] = {}
         for st in states:

@@ -1,31 +1,16 @@
-"""Checkpoints at superstep boundaries: their files, what a resumed crawl reads back, and
-which files the crawl keeps.
+"""Checkpoints at superstep boundaries (docs/checkpoints.md): their files, what a resume
+reads back, and which files the crawl keeps.
 
-Supersteps are globally consistent cut points: after the sync of superstep K no message is
-in transit, and every rank has committed exactly what it will ever commit by K. A
-checkpoint of K is
-
-- per rank, ``DIR/checkpoint/rank-NNNN-SSSSSSSSSS.h5``: a :class:`RankState`, and as
-  attributes the next sequence number, the counters and the checkpoint's base; written
-  to a temporary file, fsynced and renamed, after the rank sealed its index segment of K;
-- then, once every rank has written its file (a collective), ``DIR/checkpoint/
-  checkpoint.json``, written the same atomic way by rank 0, naming K, the number of ranks,
-  the previous complete checkpoint, the settings and the seeds. Only a checkpoint named
-  there counts.
-
-Layout: each state dataclass is an HDF5 group, each of its fields a dataset (a nested
-dataclass a subgroup; a field that is None is left out). Strings are UTF-8 datasets, bytes
-variable-length uint8 (a robots.txt may hold NULs).
-
-A checkpoint is *full* or *incremental*: an incremental rank file has no seen set and only
-the hosts changed since its *base*, the full checkpoint it builds on (``attrs["base"]``);
-:func:`read` completes it with its base's. Both kinds name the backlog's segment files
-(``backlog.py``) and the seen-set journal's (``journal.py``) instead of copying them.
-
-Retention (:class:`Retention`): a rank keeps the files of the last two complete
-checkpoints and of their bases, and the backlog and journal segments they name: a crash
-at any point leaves the previous complete checkpoint usable. Resuming from K deletes the
-index segments sealed after K (index/store.py), so nothing is committed twice.
+- Each rank writes ``DIR/checkpoint/rank-NNNN-SSSSSSSSSS.h5`` atomically: a
+  :class:`RankState`, each dataclass an HDF5 group and each field a dataset (None left
+  out; bytes as variable-length uint8, since a robots.txt may hold NULs).
+- Once every rank has, rank 0 names the superstep in ``checkpoint.json``; only a
+  checkpoint named there counts.
+- An incremental rank file holds no seen set and only the hosts changed since its base
+  (``attrs["base"]``); :func:`read` completes it. Backlog and journal segments are named,
+  not copied.
+- :class:`Retention` keeps the last two complete checkpoints, their bases and the segments
+  they name, so a crash at any point leaves a usable one.
 """
 
 from __future__ import annotations
@@ -51,7 +36,7 @@ from bspcrawl.partition import decode, encode
 
 CHECKPOINT_DIR = "checkpoint"
 MARKER = "checkpoint.json"
-FORMAT = "bspcrawl-checkpoint-2"  # a checkpoint of an older bspcrawl has another format
+FORMAT = "bspcrawl-checkpoint-2"
 
 
 class CheckpointError(Exception):
@@ -60,7 +45,8 @@ class CheckpointError(Exception):
 
 @dataclass
 class RankState:
-    """What one rank's checkpoint file holds besides its attributes."""
+    """One rank's checkpoint file but its attributes; links in transit as
+    ``partition.encode`` writes them."""
 
     frontier: FrontierState
     directory: np.ndarray  # partition.Directory.state
@@ -70,28 +56,24 @@ class RankState:
     @classmethod
     def of(cls, frontier: FrontierState, directory: np.ndarray, inbox: list[Link],
            held: list[Link]) -> RankState:
-        """The state of a rank, its links in transit as ``partition.encode`` writes them."""
         return cls(frontier, directory, *(np.frombuffer(encode(x), np.uint8)
                                           for x in (inbox, held)))
 
     def links(self, name: str) -> list[Link]:
-        """The links of ``inbox`` or ``held``."""
         return decode(getattr(self, name))
 
 
 def rank_file(out: Path, rank: int, superstep: int) -> Path:
-    """``DIR/checkpoint/rank-NNNN-SSSSSSSSSS.h5``."""
     return out / CHECKPOINT_DIR / f"rank-{rank:04d}-{superstep:010d}.h5"
 
 
 def frontier_dir(out: Path, rank: int) -> Path:
-    """``DIR/frontier/rank-NNNN``: a rank's backlog and journal, which checkpoints name."""
+    """A rank's backlog and journal directory, which checkpoints name."""
     return out / FRONTIER_DIR / f"rank-{rank:04d}"
 
 
 def write(out: Path, rank: int, superstep: int, state: RankState, attrs: dict[str, Any]
           ) -> None:
-    """Write one rank's state for ``superstep`` atomically."""
     (out / CHECKPOINT_DIR).mkdir(exist_ok=True)
 
     def fill(f: h5py.File) -> None:
@@ -103,7 +85,6 @@ def write(out: Path, rank: int, superstep: int, state: RankState, attrs: dict[st
 
 
 def _put(group: h5py.Group, state: Any) -> None:
-    """Write a state dataclass's fields into ``group`` (see the module docstring)."""
     for field in fields(state):
         value = getattr(state, field.name)
         if value is None:
@@ -123,8 +104,7 @@ def _put(group: h5py.Group, state: Any) -> None:
 
 
 def _get(cls: type, group: h5py.Group) -> Any:
-    """The state dataclass ``cls`` written by :func:`_put` into ``group``; a field missing
-    that may not be None raises KeyError."""
+    """The dataclass ``cls`` :func:`_put` wrote; KeyError for a missing field not optional."""
     hints = get_type_hints(cls)
     values: dict[str, Any] = {}
     for field in fields(cls):
@@ -147,7 +127,7 @@ def _get(cls: type, group: h5py.Group) -> Any:
 
 
 def mark_complete(out: Path, superstep: int, ranks: int, extra: dict[str, Any]) -> None:
-    """Rank 0, once every rank has written ``superstep``: make it the checkpoint to use."""
+    """Rank 0, once every rank has written ``superstep``: make it the one to resume."""
     marker = out / CHECKPOINT_DIR / MARKER
     previous = None
     if marker.exists():
@@ -184,8 +164,7 @@ def latest(out: Path) -> dict[str, Any]:
 
 
 def read(out: Path, rank: int, superstep: int) -> tuple[RankState, dict]:
-    """One rank's state of ``superstep``: (state, attrs), or CheckpointError. An
-    incremental state comes completed by its base's (``FrontierState.over``)."""
+    """One rank's (state, attrs) of ``superstep``, an incremental one completed by its base."""
     state, attrs = _read(out, rank, superstep)
     base = attrs.get("base", superstep)
     if state.frontier.intake.seen is None and base != superstep:
@@ -199,7 +178,6 @@ def read(out: Path, rank: int, superstep: int) -> tuple[RankState, dict]:
 
 
 def _read(out: Path, rank: int, superstep: int) -> tuple[RankState, dict]:
-    """The state of one rank file, and its attrs."""
     path = rank_file(out, rank, superstep)
     try:
         with h5py.File(path, "r") as f:
@@ -212,9 +190,8 @@ def _read(out: Path, rank: int, superstep: int) -> tuple[RankState, dict]:
 
 
 def read_all(out: Path, record: dict[str, Any]) -> tuple[int, list[tuple[RankState, dict]]]:
-    """Every rank's state of the last complete checkpoint, falling back to the previous
-    complete one if a file of the last is damaged; (superstep, states) or
-    CheckpointError naming what is wrong."""
+    """Every rank's state of the last complete checkpoint, or if one of its files is
+    damaged, of the previous one; (superstep, states)."""
     errors = []
     for superstep in (record["superstep"], record.get("previous")):
         if superstep is None:
@@ -227,36 +204,31 @@ def read_all(out: Path, record: dict[str, Any]) -> tuple[int, list[tuple[RankSta
 
 
 def needs(state: FrontierState) -> set[str]:
-    """The names of the files in the rank's frontier directory a state refers to."""
+    """The files of the rank's frontier directory a state names."""
     marks = state.intake.journal_base.tolist(), state.intake.journal_end.tolist()
     return state.queue.backlog.files() | files_of(*map(tuple, marks))
 
 
 class Retention:
-    """Which of one rank's files the crawl keeps: those of the last two complete
-    checkpoints and of their bases (checkpoint files, backlog and journal segments).
-
-    API: :meth:`base_of` a checkpoint to write, :meth:`keep` it once it is complete (or
-    resumed from). The backlog is told what is pinned (``Backlog.pinned``: it deletes the
-    segments it reads whole unless pinned)."""
+    """Which of one rank's files the crawl keeps: the checkpoint files and segments of the
+    last two complete checkpoints and their bases; it tells the backlog (``pinned``)."""
 
     def __init__(self, out: Path, rank: int, backlog: Backlog) -> None:
         self.out, self.rank, self.backlog = out, rank, backlog
-        self.kept: dict[int, tuple[int, set[str], int]] = {}  # superstep -> its base, the
-        # files it names and the first journal segment it reads
+        # superstep -> its base, the files it names, the first journal segment it reads
+        self.kept: dict[int, tuple[int, set[str], int]] = {}
         self.last: int | None = None  # the last complete checkpoint
 
     def base_of(self, superstep: int, state: FrontierState) -> int:
-        """The base of the checkpoint of ``superstep`` whose frontier is ``state``."""
+        """The base of the checkpoint of ``superstep`` holding ``state``."""
         if state.intake.seen is not None or self.last is None:
             return superstep
         return self.kept[self.last][0]
 
     def keep(self, superstep: int, state: FrontierState, base: int, collect: bool = True
              ) -> None:
-        """The checkpoint of ``superstep`` is complete (or resumed from): keep it and the
-        last one before; if ``collect``, delete the files neither needs (not on resume: a
-        kill before the next checkpoint resumes from this one again, maybe on another P)."""
+        """Keep the complete (or resumed) checkpoint of ``superstep`` and the one before;
+        if ``collect`` (not on resume, which may be repeated on another P), delete the rest."""
         self.kept = {k: x for k, x in self.kept.items() if k == self.last}
         self.kept[superstep] = base, needs(state), int(state.intake.journal_base[0])
         self.last = superstep

@@ -1,17 +1,10 @@
-"""One rank's frontier: the URLs it owns and has not fetched yet, in four parts.
+"""One rank's frontier: the URLs it owns and has not fetched yet, in four parts: the
+*intake* decides which URLs are accepted, the *queue* which comes next by priority, the
+*host table* which host may get a job now, the *revisits* when a page is due again.
 
-- the *intake* (``intake.py``): which URLs are accepted (filters, traps, budgets, the seen
-  set and its journal);
-- the *queue* (``queue.py``): which accepted URL comes next, by priority (the backlog and
-  the CBT of Marin et al. (2008), section 2);
-- the *host table* (``hosts.py``): per-host state, robots.txt rules, rests, retries and the
-  pending queue Q, which decides which host may get a job now;
-- the *revisits* (``revisits.py``): pages to fetch again a while after their commit.
-
-A URL accepted goes to the queue; extracted (the top R of a schedule), it waits in its
-host's Q until its host may get a job. For unpaced hosts that answer, every decision
-depends only on the order of operations, never on the clock, so crawls with the same
-seeds, settings and P schedule the same URLs in the same order.
+An accepted URL goes to the queue; extracted (the top R of a schedule), it waits in its
+host's Q until the host may get a job. For unpaced hosts that answer nothing depends on the
+clock, so crawls with the same seeds, settings and P schedule the same URLs in order.
 """
 
 from __future__ import annotations
@@ -44,21 +37,16 @@ class FrontierState:
     revisits: RevisitsState
 
     def over(self, base: FrontierState) -> FrontierState:
-        """An incremental state completed by its base, the full state it builds on: the
-        base's seen set, and its rows of the hosts that did not change since."""
+        """An incremental state completed by its base's seen set and unchanged hosts."""
         intake = IntakeState(base.intake.seen, self.intake.journal_base,
                              self.intake.journal_end, self.intake.budgets)
         return FrontierState(intake, self.queue, self.hosts.over(base.hosts), self.revisits)
 
 
 class Frontier:
-    """The parts of one rank's frontier, and the calls the scheduler makes.
-
-    API: :meth:`receive` links, :meth:`next_jobs` for a schedule, :meth:`done` for each
-    result, :meth:`revisit_later` a page committed, :meth:`next_ready`; ``len()`` counts
-    URLs waiting (queue, Q and revisits); :meth:`state` and :meth:`restore` for
-    checkpoints. ``clock`` is the monotonic clock politeness reads. The seen set spills to
-    ``seen_dir``; the backlog and the journal live in ``backlog_dir``.
+    """The parts of one rank's frontier, and the calls the scheduler makes: :meth:`receive`,
+    :meth:`next_jobs`, :meth:`done`, :meth:`revisit_later`; :meth:`state` and
+    :meth:`restore` for checkpoints; ``len()`` counts URLs waiting.
 
     Invariants (:meth:`_check`, and each part's): every URL waiting is in exactly one
     place, the queue or one host's Q, and in the seen set.
@@ -70,7 +58,7 @@ class Frontier:
         self.settings = settings
         self.stats = Stats() if stats is None else stats
         self.clock = clock
-        self.wall = time.time  # the clock checkpoints are dated by (across processes)
+        self.wall = time.time  # dates checkpoints across processes
         self.dir = backlog_dir
         self.intake = Intake(settings, self.stats, ranks, seen_dir, backlog_dir)
         self.queue = Queue(settings, backlog_dir)
@@ -83,32 +71,28 @@ class Frontier:
 
     @property
     def resting(self) -> list[tuple[float, str]]:
-        """The hosts with URLs that rest until a time: (ready_at, host), a heap."""
         return self.hosts.resting
 
     def receive(self, links: list[Link]) -> int:
-        """Accept the unseen links that pass the intake; returns how many were new."""
+        """Queue the links the intake accepts; how many."""
         records = self.intake.accept(links)
         for prio, recs in records.items():
             self.queue.put(prio, recs)
         return sum(map(len, records.values()))
 
     def fingerprints(self, urls: list[str]) -> np.ndarray:
-        """Seen-set keys of canonical URLs (``Intake.fingerprints``)."""
         return self.intake.fingerprints(urls)
 
     def revisit_later(self, link: Link, fp: int, due: float) -> None:
-        """Fetch ``link`` (fingerprint ``fp``) again at monotonic time ``due``."""
         self.revisits.later(link, fp, due)
 
     def next_ready(self) -> float:
-        """When the first resting host may get a job, or the first revisit is due
-        (``inf``: none)."""
+        """When a resting host may get a job or a revisit is due (``inf``: never)."""
         return min(self.hosts.next_ready(), self.revisits.next())
 
     def next_jobs(self, seq: int, now: float | None = None) -> list[FetchJob]:
-        """The jobs of schedule ``seq``: one per host that can take one, Q before the
-        queue's best, then more for the unpaced hosts with long queues."""
+        """The jobs of schedule ``seq``: a job per host that can take one, Q before the
+        queue's best, then more for unpaced hosts with long queues."""
         now = self.clock() if now is None else now
         for fp, link in self.revisits.due(now):
             self.queue.put(-float(link.depth), [record(fp, link)])
@@ -122,17 +106,14 @@ class Frontier:
         return jobs
 
     def done(self, result: FetchResult) -> bool:
-        """Account for a finished job; False when its URL will be fetched again instead
-        of committed (``HostTable.done``)."""
+        """False when the job is not to be committed (``HostTable.done``)."""
         return self.hosts.done(result, self.clock())
 
     def waiting_links(self) -> dict[int, Link]:
-        """Every URL waiting to be scheduled (queue and Q), by fingerprint; reads the
-        backlog's files (tests and tools, not the crawl)."""
+        """Every URL waiting in the queue and Q, by fingerprint (reads the backlog's files)."""
         return {**dict(self.queue.links()), **dict(self.hosts.links())}
 
     def _check(self) -> None:
-        """Assert the invariants of the class docstring (tests call it after every step)."""
         self.queue._check()
         self.hosts._check()
         waiting = [fp for fp, _ in self.queue.links()] + [fp for fp, _ in self.hosts.links()]
@@ -141,10 +122,8 @@ class Frontier:
         assert self.revisits.waiting <= set(waiting)
 
     def state(self, unfinished: list[FetchJob], full: bool | None = True) -> FrontierState:
-        """The frontier as a checkpoint holds it. ``unfinished`` (scheduled, not
-        committed) page jobs are saved as URLs to fetch again. The backlog's and the
-        journal's tails are written to their files and named, not copied; the seen set
-        is written whole by the rule of ``Intake.state``, and the host table with it."""
+        """The frontier for a checkpoint, with the ``unfinished`` page jobs to fetch again;
+        full (seen set and every host) by the rule of ``Intake.state``."""
         now = self.clock()
         intake = self.intake.state(full)
         out = [(j.fp, Link(j.url, j.depth, j.hops)) for j in unfinished if not j.robotstxt]
@@ -154,11 +133,8 @@ class Frontier:
 
     def restore(self, states: list[FrontierState], mine: Callable[[str], bool],
                 dirs: list[Path] | None = None) -> None:
-        """Rebuild from checkpoint states (one per rank of the crawl that wrote them, whose
-        backlogs and journals are in ``dirs``, default this rank's), keeping the hosts
-        ``mine`` (a host key test) and their URLs; their backlogs and journals are read,
-        never written. Incremental states come completed by their base
-        (``checkpoint.read``)."""
+        """Rebuild from full states, one per rank of the crawl that wrote them (their files
+        in ``dirs``, only read), keeping the hosts ``mine`` and their URLs."""
         now = self.clock()
         dirs = dirs or [self.dir] * len(states)  # type: ignore[list-item]
         self.queue.backlog.start_after_existing()

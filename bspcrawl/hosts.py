@@ -1,25 +1,15 @@
-"""The host table: every host a rank owns, with its robots.txt rules, its rest and its part
-of the pending queue Q; the one owner of politeness decisions (which host may get a job now).
+"""The host table: every host a rank owns, its robots.txt rules, its rest and its part of
+the pending queue Q (Marin et al. (2008), section 2); the one owner of politeness.
 
-Marin et al. (2008), section 2: URLs that cannot be scheduled now wait in a pending queue
-Q. Here Q is one FIFO of records (``backlog.record``) per host:
+- A host's first job is its robots.txt (RFC 9309); its URLs wait in Q until it is committed.
+- Hosts that may get a job are served round-robin, one URL each; unpaced hosts with long
+  queues then get more (:meth:`HostTable.share`), so big sites keep pace.
+- A paced host (a delay rule, robots/politeness.py) has one job at a time and rests after
+  it before the next is scheduled, so the window never waits for politeness.
+- A URL answered 429 or 503 goes back to the front of its host's Q, up to
+  ``politeness_retries`` times; only its final answer is committed.
 
-- a host's first job is its robots.txt; its URLs wait in Q until that job is committed
-  (RFC 9309: 2xx parsed, 4xx allow all, 5xx or no answer: retried with backoff up to
-  ``robotstxt_retries`` times while the URLs wait, then disallow all); rules are refetched
-  after ``robotstxt_ttl``;
-- hosts that can take a job are served round-robin, one URL each; unpaced hosts with long
-  queues then get more jobs in proportion to their queue (:meth:`HostTable.share`), so
-  big sites keep pace;
-- an *unpaced* host (no delay rule, see robots/politeness.py) may have jobs in each
-  outstanding schedule: the fetcher runs them one at a time, in order. A *paced* host has
-  one job at a time and rests after it (delay, k x response time, Retry-After) before the
-  next is scheduled, so the window never waits for politeness;
-- a URL answered 429 or 503 goes back to the front of its host's Q, up to
-  ``politeness_retries`` times, and is committed only with its final answer.
-
-For unpaced hosts that answer, every decision depends only on the order of calls, never on
-the clock.
+For unpaced hosts that answer, every decision depends on the order of calls, not the clock.
 """
 
 from __future__ import annotations
@@ -40,8 +30,7 @@ from bspcrawl.robots.robotstxt import RobotsRules
 from bspcrawl.settings import Settings
 from bspcrawl.urls import host_key
 
-RULES_SHARED = 4096  # parsed robots.txt kept by their bytes, shared by hosts (an empty
-# one, 404, is most hosts')
+RULES_SHARED = 4096  # parsed robots.txt shared by hosts (most have the same empty one)
 ALLOW_ALL = b""  # an empty robots.txt allows everything (RFC 9309 2.2.2)
 DISALLOW_ALL = b"User-agent: *\nDisallow: /\n"
 
@@ -54,13 +43,11 @@ def robots_url(url: str) -> str:
 
 @dataclass(slots=True)
 class Host:
-    """One host's scheduling state, and its part of Q: the records of its URLs in one
-    ``bytearray`` from ``head`` on, so that a URL in Q costs its record, not Python objects
-    (None when it has none)."""
+    """One host's scheduling state and its part of Q: its URLs' records in ``q[head:]``, so
+    that a URL in Q costs its record, not Python objects."""
 
     rules: RobotsRules | None = None
-    robots_txt: bytes = b""  # what applies of the robots.txt (RobotsRules.source), kept
-    # for checkpoints: the group for us, not the whole file
+    robots_txt: bytes = b""  # the group of the robots.txt for us, for checkpoints
     rules_until: float = 0.0  # monotonic time the rules expire
     robots_failures: int = 0
     delay: float = 0.0  # max(min host delay, Crawl-delay)
@@ -73,7 +60,6 @@ class Host:
     head: int = 0
 
     def push(self, data: bytes, front: bool = False) -> None:
-        """Add one record to the end of its Q, or to the front."""
         if self.q is None:
             self.q, self.head = bytearray(data), 0
         elif front:
@@ -83,7 +69,6 @@ class Host:
         self.waiting += 1
 
     def pop(self) -> tuple[int, Link]:
-        """Take the first URL of its Q: (fingerprint, link)."""
         assert self.q is not None
         fp, link, self.head = parse(self.q, self.head)
         self.waiting -= 1
@@ -95,15 +80,13 @@ class Host:
         return fp, link
 
     def records(self) -> bytes:
-        """Its Q's records, in order."""
         return b"" if self.q is None else bytes(self.q[self.head:])
 
 
 @dataclass
 class HostsState:
-    """The host table in a checkpoint: one row per host (all of them, or in an incremental
-    checkpoint those changed since its base), times as seconds left at ``wall``; the Q of
-    every host with URLs waiting; the 429/503 answers of URLs to fetch again."""
+    """The host table in a checkpoint: a row per host (in an incremental one, per host
+    changed since its base), times as seconds left at ``wall``; the Qs; the retry counts."""
 
     key: np.ndarray  # str
     robots_txt: np.ndarray  # bytes (b"" where the rules are unknown)
@@ -120,8 +103,7 @@ class HostsState:
     wall: float  # time.time() of the checkpoint
 
     def over(self, base: HostsState) -> HostsState:
-        """This incremental state completed by its base's rows of the hosts that did not
-        change since (their times counted to this state's ``wall``), in the base's order."""
+        """This incremental state completed by its base's rows of the hosts unchanged since."""
         age, n, old = self.wall - base.wall, len(base.key), base.key.tolist()
         delta = {k: i for i, k in enumerate(self.key.tolist())}
         order = [n + delta[k] if k in delta else i for i, k in enumerate(old)]
@@ -140,26 +122,22 @@ class HostsState:
 
 
 class HostTable:
-    """The hosts a rank owns (``hosts``), served round-robin (``active``) or resting until
-    a time (``resting``, a heap); ``pending`` counts the URLs in Q.
+    """The hosts a rank owns, served round-robin (``active``) or resting until a time
+    (``resting``, a heap); ``pending`` counts the URLs in Q, ``taken`` hears each that leaves.
 
-    API: :meth:`add` URLs to Q, :meth:`serve_active` and :meth:`share` fill a schedule,
-    :meth:`done` accounts for a result; :meth:`next_ready`; :meth:`state` and
-    :meth:`restore` for checkpoints. ``taken`` is told the fingerprint of every URL that
-    leaves Q. Counters: ``frontier/robots_denied``, ``robotstxt/*``, ``fetch/retried``.
+    API: :meth:`serve_active`, :meth:`add` and :meth:`share` fill a schedule, :meth:`done`
+    accounts for a result; :meth:`state` and :meth:`restore` for checkpoints.
 
-    Invariants (:meth:`_check`): ``pending`` is the sum of the hosts' ``waiting``; a host
-    is on the round-robin or the resting heap at most once, exactly when ``queued``; with
-    wall-clock politeness on, a host has at most one job out; a host whose robots.txt is
-    in flight has that job out.
+    Invariants (:meth:`_check`): ``pending`` is the hosts' ``waiting`` summed; a host is
+    queued (round-robin or heap) at most once, exactly when ``queued``; with wall-clock
+    politeness a host has at most one job out, its robots.txt job while in flight.
     """
 
     def __init__(self, settings: Settings, stats: Stats, taken: Callable[[int], None]) -> None:
         self.settings, self.stats, self.taken = settings, stats, taken
         self.politeness = Politeness.from_settings(settings)
         self.hosts: dict[str, Host] = {}
-        self.rules: dict[bytes, tuple[RobotsRules, float]] = {}  # robots.txt -> its rules
-        # and the delay they imply, shared by the hosts that answered the same bytes
+        self.rules: dict[bytes, tuple[RobotsRules, float]] = {}  # robots.txt -> rules, delay
         self.retries: dict[int, int] = {}  # fingerprint -> 429/503 answers so far
         self.active: deque[str] = deque()
         self.resting: list[tuple[float, str]] = []  # (ready_at, host)
@@ -167,17 +145,14 @@ class HostTable:
         self.touched: set[str] = set()  # hosts changed since the last full state
 
     def next_ready(self) -> float:
-        """When the first resting host may get a job (``inf``: none)."""
         return self.resting[0][0] if self.resting else math.inf
 
     def links(self) -> Iterator[tuple[int, Link]]:
-        """Every URL in Q, as (fingerprint, link)."""
         for host in self.hosts.values():
             yield from parse_all(host.records())
 
     def serve_active(self, seq: int, jobs: list[FetchJob], now: float) -> dict[str, None]:
-        """One job for each host on the round-robin that can take one, up to the
-        schedule's size; the hosts served, in order."""
+        """One job per host on the round-robin that can take one; the hosts served."""
         while self.resting and self.resting[0][0] <= now:
             self.active.append(heapq.heappop(self.resting)[1])
         served: dict[str, None] = {}  # (a set's order is random)
@@ -196,8 +171,7 @@ class HostTable:
 
     def add(self, fp: int, link: Link, seq: int, jobs: list[FetchJob],
             served: dict[str, None], now: float) -> None:
-        """Put a URL the queue extracted into its host's Q; serve the host if it was not
-        served in this schedule and can take a job."""
+        """Put a URL into its host's Q; serve the host if it can and was not served yet."""
         key = host_key(link.url)
         host = self.hosts.get(key)
         if host is None:
@@ -213,19 +187,10 @@ class HostTable:
 
     def share(self, served: dict[str, None], seq: int, jobs: list[FetchJob], now: float
               ) -> None:
-        """Give the unpaced hosts with long queues more jobs in this schedule.
-
-        With one job per host and schedule, every host advances at the same pace, one page
-        per superstep, and the biggest sites are left for the crawl's tail. So a host gets
-        jobs in proportion to its queue (``round(queued / mean queued)`` of the hosts
-        served), at most ``n // r`` with ``n`` hosts served and ``r`` fetch workers: its
-        jobs run one after another, and that many take about as long as the workers take
-        for the whole schedule, so the window does not wait for them. With fewer hosts
-        than workers, each host has a connection of its own: then each may fill its part
-        of the schedule, ``R // n`` jobs, so a few big sites go at the pace of their
-        servers, not of the supersteps. Counts only, no clock: the schedule stays
-        reproducible.
-        """
+        """Give unpaced hosts with long queues more jobs, so the biggest sites are not left
+        for the crawl's tail: ``round(queued / mean)`` each, at most ``n // r`` for ``n``
+        hosts served and ``r`` workers (that many run in about the schedule's time); with
+        fewer hosts than workers each fills its share, ``R // n``. Counts only, no clock."""
         n, r, batch = len(served), self.settings.fetch_workers, self.settings.queue_batch
         if not n:
             return
@@ -248,18 +213,16 @@ class HostTable:
         return self.politeness.paced or host.delay > 0
 
     def _can_serve(self, host: Host, now: float) -> bool:
-        """May the host get a job now (ignoring whether it got one in this schedule)?"""
         if not host.waiting or host.robots_in_flight or host.ready_at > now:
             return False
         return host.outstanding == 0 or not self._paced(host) and host.rules is not None
 
     def _serve(self, key: str, seq: int, jobs: list[FetchJob], now: float) -> None:
-        """Give the host one job: its robots.txt if unknown or expired, else its first
-        allowed URL in Q (dropping disallowed ones)."""
+        """Give the host its robots.txt job if unknown or expired, else its first allowed URL."""
         host = self.hosts[key]
         if host.rules is None or (host.rules_until and now >= host.rules_until):
             host.rules, host.robots_in_flight = None, True
-            self.touched.add(key)  # its rules are gone: an incremental checkpoint says so
+            self.touched.add(key)
             host.outstanding += 1
             url = parse(host.q, host.head)[1].url  # type: ignore[arg-type]
             jobs.append(FetchJob(seq, len(jobs), robots_url(url), key, host.delay, True,
@@ -279,7 +242,6 @@ class HostTable:
         self._enqueue(key, now)
 
     def _enqueue(self, key: str, now: float) -> None:
-        """Put a host that may get a job on the round-robin, or on the resting heap."""
         host = self.hosts[key]
         if host.queued or not host.waiting or host.robots_in_flight:
             return
@@ -292,15 +254,12 @@ class HostTable:
             self.active.append(key)
 
     def done(self, result: FetchResult, now: float) -> bool:
-        """Account for a finished job; False when its URL will be fetched again instead
-        of committed (a 429/503 with retries left, or a robots.txt job: never a page).
-
-        The host rests by the rule of ``robots/politeness.py``, the same one the fetch
-        workers apply; for an unpaced host that answers, that is no rest at all."""
+        """Account for a finished job and rest its host (robots/politeness.py); False when
+        it is not to be committed (a robots.txt job, or a 429/503 with retries left)."""
         job = result.job
         host = self.hosts[job.host]
         host.outstanding -= 1
-        self.touched.add(job.host)  # its rest, robots.txt or failures may change
+        self.touched.add(job.host)
         commit = not job.robotstxt
         pause = self.politeness.rest(result)
         if pause:
@@ -321,16 +280,11 @@ class HostTable:
         return commit
 
     def _robots(self, host: Host, result: FetchResult, now: float) -> None:
-        """RFC 9309 2.3.1: 2xx parse, 4xx allow all, 5xx or no answer: retry (the host
-        rests by :func:`~bspcrawl.robots.politeness.backs_off`), then disallow all. Sets
-        the host's rules and its delay."""
+        """RFC 9309 2.3.1: 2xx parse, 4xx allow all, 5xx or no answer retry, then disallow all."""
         s = self.settings
         self.stats["robotstxt/fetched"] += 1
         if not unreachable(result):
-            # 2xx parsed; 4xx (not 429: unreachable) or more than five redirects:
-            # "unavailable", allow all (RFC 9309 2.3.1.2-3). A refused address: allow all
-            # too, so that every URL of the host is committed as blocked_address (seen in
-            # inspect), not silently denied
+            # a refused address allows all too: its URLs are committed as blocked_address
             host.robots_failures = 0
             body = result.body if 200 <= result.status < 300 else ALLOW_ALL
         else:
@@ -343,7 +297,6 @@ class HostTable:
         self.stats["robotstxt/too_costly"] += host.rules.too_costly
 
     def _set_rules(self, host: Host, robots_txt: bytes, until: float) -> None:
-        """Give a host the rules of a robots.txt body, and the delay they imply."""
         shared = self.rules.get(robots_txt)
         if shared is None:
             if len(self.rules) >= RULES_SHARED:
@@ -354,7 +307,6 @@ class HostTable:
         host.robots_txt, host.rules_until = host.rules.source, until
 
     def _check(self) -> None:
-        """Assert the invariants of the class docstring (tests call it after every step)."""
         assert sum(h.waiting for h in self.hosts.values()) == self.pending
         rounds = list(self.active) + [key for _, key in self.resting]
         assert len(rounds) == len(set(rounds)), "a host queued twice"
@@ -364,8 +316,7 @@ class HostTable:
             assert not self.politeness.paced or host.outstanding <= 1
 
     def state(self, full: bool, now: float, wall: float) -> HostsState:
-        """The table as a checkpoint holds it: every host if ``full``, else those changed
-        since the last full state."""
+        """The table for a checkpoint: every host if ``full``, else those changed since."""
         rows = list(self.hosts.items() if full else (
             (k, self.hosts[k]) for k in sorted(self.touched) if k in self.hosts))
         if full:
@@ -388,9 +339,7 @@ class HostTable:
             wall=wall)
 
     def restore(self, state: HostsState, mine: Callable[[str], bool], now: float) -> None:
-        """Add the hosts of a full state that are ``mine``, their rests and rules' ages
-        counted from ``now``, and their Qs (on the round-robin or resting); and the
-        state's retry counts."""
+        """Add the hosts of a full state that are ``mine``, with their Qs, and its retries."""
         delay = self.politeness.delay(None)
         self.retries.update(zip(state.retry_fp.tolist(), state.retry_n.tolist(), strict=True))
         for key, robots_txt, known, left, failures, ready in zip(

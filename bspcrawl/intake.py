@@ -1,12 +1,9 @@
-"""The intake: which URLs a rank accepts into its frontier, and the record of those it did.
+"""The intake: which URLs a rank accepts into its frontier, once each.
 
-A URL arriving is accepted once: the seen set (``seen.py``) holds the fingerprint of every
-URL accepted, and the journal (``journal.py``) appends it, so that checkpoints write the
-seen set whole only now and then. Limits apply when a URL arrives, so that they bound
-memory too: its length and the blacklist, its path shape (``urls.PathTraps``), depth,
-redirect hops, and its host's and registered domain's budgets (``budgets.py``). Revisits
-and retries are not arrivals. Fingerprints are taken with tracking and session parameters
-cut (``url_strip_params``), so those do not make a URL new.
+The seen set holds every accepted URL's fingerprint (tracking and session parameters cut),
+and the journal appends it, so checkpoints write the seen set whole only now and then.
+Limits apply on arrival, so they bound memory too: length, blacklist, path traps, depth,
+redirect hops, host and domain budgets. Revisits and retries are not arrivals.
 """
 
 from __future__ import annotations
@@ -27,15 +24,13 @@ from bspcrawl.seen import SeenSet
 from bspcrawl.settings import Settings
 from bspcrawl.urls import PathTraps, key_fingerprints, strip_pattern
 
-COMPACT = 0.5  # a checkpoint is full once the URLs seen since the last full one are more
-# than this fraction of those seen then (a resume reads the base and at most this much more)
+COMPACT = 0.5  # a checkpoint is full past this fraction of URLs seen since the last full
 
 
 @dataclass
 class IntakeState:
-    """The intake in a checkpoint: the seen set's sorted keys (None in an incremental
-    checkpoint: its base's), the journal's marks from the base to the checkpoint, the
-    budgets."""
+    """The intake in a checkpoint: the seen set's sorted keys (None if incremental), the
+    journal's marks from the base on, the budgets."""
 
     seen: np.ndarray | None
     journal_base: np.ndarray  # int64 (segment, offset)
@@ -44,13 +39,7 @@ class IntakeState:
 
 
 class Intake:
-    """The filters, budgets, seen set and journal of a rank.
-
-    API: :meth:`accept` links, :meth:`fingerprints` of URLs; :meth:`state` and
-    :meth:`restore` for checkpoints. Counters: ``frontier/new``, ``frontier/duplicates``
-    and one per filter (``frontier/filtered``, ``trap_path``, ``too_deep``,
-    ``too_many_hops``, ``host_cap``, ``domain_cap``).
-    """
+    """The filters, budgets, seen set and journal of a rank; :meth:`accept` links."""
 
     def __init__(self, settings: Settings, stats: Stats, ranks: int = 1,
                  seen_dir: Path | None = None, journal_dir: Path | None = None) -> None:
@@ -60,29 +49,25 @@ class Intake:
         self.budgets = Budgets(settings.crawl_max_host_pages, settings.crawl_max_domain_pages,
                                ranks)
         self.base: journal.Mark | None = None  # the journal's end at the last full state
-        self.base_len = 0  # URLs seen then
+        self.base_len = 0
         self.strip = strip_pattern(settings.url_strip_params)
         self.traps = PathTraps(settings.url_max_segments, settings.url_max_repeats)
         self.blacklist = (re.compile("|".join(f"(?:{b})" for b in settings.url_blacklist))
                           if settings.url_blacklist else None)
 
     def fingerprints(self, urls: list[str]) -> np.ndarray:
-        """Seen-set keys (int64) of canonical URLs: tracking and session parameters cut."""
+        """Seen-set keys of canonical URLs."""
         return key_fingerprints(urls, self.strip)
 
     def accept(self, links: list[Link]) -> dict[float, list[bytes]]:
-        """The records (``backlog.record``) of the links accepted, by priority
-        (``-depth``), in their order; they are seen from now on.
-
-        Links must be canonical (every URL that travels comes from ``urls.resolve`` or
-        ``urls.parse``), so they are fingerprinted as they are.
-        """
+        """The records of the links accepted, by priority (``-depth``), in order; links are
+        canonical (``urls.resolve``), so fingerprinted as they are."""
         s, stats = self.settings, self.stats
         fps = self.fingerprints([x.url for x in links])
-        known = self.seen.contains_batch(fps)  # first: most links are known, and known
-        stats["frontier/duplicates"] += int(known.sum())  # ones passed the filters
+        known = self.seen.contains_batch(fps)  # first: most links are known
+        stats["frontier/duplicates"] += int(known.sum())
         unseen = np.flatnonzero(~known).tolist()
-        taken: dict[int, None] = {}  # accepted from this batch: a repeat is a duplicate
+        taken: dict[int, None] = {}
         records: dict[float, list[bytes]] = {}
         for i, fp in zip(unseen, fps[unseen].tolist(), strict=True):
             link = links[i]
@@ -100,7 +85,7 @@ class Intake:
             elif spent := self.budgets.take(link.url):
                 stats[spent] += 1
             else:
-                taken[fp] = None  # (its anchor text was credited: not kept while queued)
+                taken[fp] = None
                 records.setdefault(-float(link.depth), []).append(record(fp, link))
         if taken:
             ids = list(taken)
@@ -110,10 +95,8 @@ class Intake:
         return records
 
     def state(self, full: bool | None) -> IntakeState:
-        """The intake as a checkpoint holds it; the seen set is written whole only if
-        ``full``, or with ``full=None`` when the URLs seen since the last full state are
-        more than :data:`COMPACT` of those seen then (else the journal since holds what it
-        gained). Without a full state before, it is full."""
+        """The intake for a checkpoint, with the seen set if ``full``, or for ``None`` past
+        :data:`COMPACT` (else the journal holds what it gained), or if none was before."""
         end = self.journal.mark()
         if full is None:
             full = len(self.seen) - self.base_len > COMPACT * self.base_len
@@ -125,15 +108,13 @@ class Intake:
 
     def restore(self, states: list[IntakeState], dirs: list[Path],
                 owns: Callable[[str], bool]) -> None:
-        """Add checkpoint states (one per rank of the crawl that wrote them, whose journals
-        are in ``dirs``); the seen set is their union: fingerprints carry no host, and a
-        URL is only ever checked by its owner, so foreign ones cost memory only. The
-        journal goes on in new segments; the next state is a full one."""
+        """Add full states, one per rank of the crawl that wrote them; the seen set is their
+        union (fingerprints carry no host; foreign ones cost memory only)."""
         self.journal.start_after_existing()
         for st, where in zip(states, dirs, strict=True):
             assert st.seen is not None, "an incremental state without its base's seen set"
             keys = np.concatenate([st.seen, journal.read(
                 where, tuple(st.journal_base.tolist()), tuple(st.journal_end.tolist()))])
-            keys.sort(kind="stable")  # sorted, then unsorted keys: two runs to merge
+            keys.sort(kind="stable")  # two runs to merge
             self.seen.add_batch(keys)
         self.budgets.restore([st.budgets for st in states], owns)

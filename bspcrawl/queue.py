@@ -1,12 +1,9 @@
-"""The queue: which URL a rank schedules next, by priority (the backlog and the CBT).
+"""The queue: which URL a rank schedules next, by priority (Marin et al. (2008), section 2).
 
-Marin et al. (2008), section 2: each superstep the scheduler extracts the top R URLs from
-its priority queue. Here every URL accepted is a record in the backlog (``backlog.py``),
-in the log of its priority (``-depth``: shallower first); the CBT orders only the logs'
-heads (:meth:`Queue.extract` loads at least the R about to be extracted of each priority,
-so that the CBT's top R are the top R of all). CBT ids are a counter, so within a priority
-the CBT keeps the logs' order: first come, first served. Where records wait (RAM or disk)
-changes nothing of that order.
+Every accepted URL is a record in the backlog, in the log of its priority (``-depth``:
+shallower first); the CBT orders only the logs' heads, at least the R about to be
+extracted of each, so its top R are the top R of all. CBT ids are a counter, so within a
+priority it is first come, first served, whether records wait in RAM or on disk.
 """
 
 from __future__ import annotations
@@ -25,18 +22,15 @@ from bspcrawl.settings import Settings
 
 @dataclass
 class QueueState:
-    """The queue in a checkpoint: the records of the CBT (in its order) and of the page
-    jobs out, which go first on resume; and the backlog's logs, named, not copied."""
+    """The queue in a checkpoint: the CBT's records and the jobs out, first on resume;
+    the backlog's logs."""
 
     front: np.ndarray  # uint8: records
     backlog: BacklogState
 
 
 class Queue:
-    """URLs waiting by priority: the backlog, whose heads the CBT holds.
-
-    API: :meth:`put` records of a priority, :meth:`extract` the best ones, ``len()``,
-    :meth:`links`; :meth:`state` and :meth:`restore` for checkpoints.
+    """URLs waiting by priority: :meth:`put` records, :meth:`extract` the best.
 
     Invariants (:meth:`_check`): every CBT id has its URL in ``heads``; ``loaded`` counts
     the CBT's URLs per priority.
@@ -47,17 +41,16 @@ class Queue:
         self.backlog = Backlog(directory, settings.queue_memory_budget)
         self.heads: dict[int, tuple[int, Link]] = {}  # CBT id -> (fingerprint, link)
         self.loaded: dict[float, int] = {}  # priority -> URLs of it in the CBT
-        self.next_id = 0  # the next CBT id
+        self.next_id = 0
 
     def __len__(self) -> int:
         return len(self.backlog) + len(self.cbt)
 
     def put(self, prio: float, records: list[bytes]) -> None:
-        """Add records (``backlog.record``) of priority ``prio``, after those there."""
         self.backlog.put(prio, records)
 
     def extract(self, n: int) -> list[tuple[int, Link]]:
-        """The best ``n`` URLs (fewer if fewer wait), as (fingerprint, link), in order."""
+        """The best ``n`` URLs, as (fingerprint, link), in order."""
         for prio in self.backlog.waiting():
             have = self.loaded.get(prio, 0)
             if have < n:
@@ -68,8 +61,7 @@ class Queue:
         return [self.heads.pop(i) for i in ids.tolist()]
 
     def _to_cbt(self, prio: float, taken: list[tuple[int, Link]]) -> None:
-        """Insert URLs of priority ``prio`` into the CBT, after every URL of that
-        priority there."""
+        """Insert URLs into the CBT after those of their priority there."""
         if not taken:
             return
         ids = np.arange(self.next_id, self.next_id + len(taken), dtype=np.int64)
@@ -79,21 +71,20 @@ class Queue:
         self.cbt.insert_many(ids, np.full(len(taken), prio))
 
     def links(self) -> Iterator[tuple[int, Link]]:
-        """Every URL waiting, as (fingerprint, link); reads the backlog's files."""
+        """Every URL waiting, as (fingerprint, link)."""
         for _, fp, link in self.backlog.records():
             yield fp, link
         yield from self.heads.values()
 
     def state(self, out: list[tuple[int, Link]]) -> QueueState:
-        """The queue as a checkpoint holds it, with the URLs ``out`` (scheduled, not
-        committed) first in line again; writes the backlog's tails to its files."""
+        """The queue for a checkpoint, the URLs ``out`` (not committed) first in line again."""
         ids, _ = self.cbt.peek(len(self.cbt))
         front = [record(*self.heads[i]) for i in ids.tolist()] + [record(*x) for x in out]
         return QueueState(np.frombuffer(b"".join(front), np.uint8), self.backlog.state())
 
     def restore(self, state: QueueState, owned: Callable[[str], bool], where: Path) -> None:
-        """Add a state's URLs that are ``owned``: its front to the CBT, in order, before any
-        of its backlog's (in ``where``), which go to this rank's backlog."""
+        """Add a state's URLs that are ``owned``: its front to the CBT, its backlog's (read
+        in ``where``) to this rank's backlog."""
         by_prio: dict[float, list[tuple[int, Link]]] = {}
         there = {fp for fp, _ in self.heads.values()}
         for fp, link in parse_all(state.front.tobytes()):
@@ -112,7 +103,6 @@ class Queue:
             self.put(prio, recs)
 
     def _check(self) -> None:
-        """Assert the invariants of the class docstring."""
         ids, prios = self.cbt.peek(len(self.cbt))
         assert sorted(ids.tolist()) == sorted(self.heads), "a CBT id without its link"
         assert {p: n for p, n in self.loaded.items() if n} == {

@@ -1,9 +1,7 @@
-"""Revisits: pages to fetch again a while after they were committed (``crawl_revisit_after``).
+"""Revisits: when a committed page is due again (``crawl_revisit_after``).
 
-A page committed with a revisit due is kept here, on a heap by due time, until the
-frontier's next schedule at or after that time puts it back into the queue. A URL is put
-back once while it waits: a second revisit due before the first is scheduled is dropped.
-A crawl that revisits never runs out of URLs; it ends at a limit or a stop.
+A page waits on a heap by due time until a schedule puts it back into the queue, once: a
+second revisit due before the first is scheduled is dropped.
 """
 
 from __future__ import annotations
@@ -21,15 +19,14 @@ from bspcrawl.messages import Link
 
 @dataclass
 class RevisitsState:
-    """The revisits of a checkpoint: their records (``backlog.record``) in due order, and
-    the seconds each had left."""
+    """The revisits of a checkpoint: their records in due order, the seconds each had left."""
 
     records: np.ndarray  # uint8
     left: np.ndarray  # float64
 
 
 class Revisits:
-    """Pages due again at a monotonic time; ``len()`` counts them."""
+    """Pages due again at a monotonic time."""
 
     def __init__(self) -> None:
         self.heap: list[tuple[float, int, str, int, int]] = []  # (due, fp, url, depth, hops)
@@ -39,15 +36,13 @@ class Revisits:
         return len(self.heap)
 
     def later(self, link: Link, fp: int, due: float) -> None:
-        """Fetch ``link`` (fingerprint ``fp``) again at ``due``."""
         heapq.heappush(self.heap, (due, fp, link.url, link.depth, link.hops))
 
     def next(self) -> float:
-        """When the first revisit is due (``inf``: none)."""
         return self.heap[0][0] if self.heap else math.inf
 
     def due(self, now: float) -> list[tuple[int, Link]]:
-        """The revisits due by ``now`` that are not waiting already, as (fp, link)."""
+        """The revisits due by ``now`` not waiting already."""
         out = []
         while self.heap and self.heap[0][0] <= now:
             _, fp, url, depth, hops = heapq.heappop(self.heap)
@@ -63,8 +58,7 @@ class Revisits:
                              np.array([r[0] - now for r in later], np.float64))
 
     def restore(self, state: RevisitsState, owned: Callable[[str], bool], now: float) -> None:
-        """Add a state's revisits of the URLs ``owned``, due as long after ``now`` as they
-        had left."""
+        """Add a state's revisits of the URLs ``owned``, due as long after ``now`` as left."""
         for (fp, link), left in zip(parse_all(state.records.tobytes()), state.left.tolist(),
                                     strict=True):
             if owned(link.url):
