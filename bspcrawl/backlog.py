@@ -1,13 +1,11 @@
 """The backlog: the URLs waiting in a rank's frontier, as records in append-only logs, one
-per priority, in RAM up to a budget and on disk past it (as IRLbot and BUbiNG keep theirs).
+per priority, in RAM up to a budget and on disk past it (as IRLbot and BUbiNG keep theirs),
+so a waiting URL costs its record, and the CBT holds only the logs' heads (``queue.py``).
 
-A CBT holding every waiting URL costs hundreds of bytes each; here a URL costs its record,
-appended to its priority's log, and the CBT holds only the logs' heads (``queue.py``).
-Past ``memory`` bytes of tails the largest are appended to their segment files
-(``DIR/frontier/rank-NNNN/qLLLL-SSSSSSSS.seg``), read back a chunk at a time at the head.
-A segment is written once, then only read; one read whole is deleted unless a kept
-checkpoint names it (``pinned``). A checkpoint fsyncs the tails and names each log's
-segments and read position, copying nothing; a resume reads them into new segments.
+Past ``memory`` bytes of tails the largest go to their segment files
+(``DIR/frontier/rank-NNNN/qLLLL-SSSSSSSS.seg``), read back a chunk at a time. A segment is
+written once, then only read; one read whole is deleted unless a kept checkpoint names it
+(``pinned``). A checkpoint fsyncs the tails and names the segments, copying nothing.
 
 Record layout, little-endian: int64 fingerprint, int32 depth, int32 hops, uint32 URL
 length, then the URL's UTF-8 bytes.
@@ -45,6 +43,7 @@ def parse(data: bytes | bytearray | memoryview, at: int = 0) -> tuple[int, Link,
 
 
 def parse_all(data: bytes) -> Iterator[tuple[int, Link]]:
+    """The (fingerprint, link) of each record of ``data``."""
     at = 0
     while at < len(data):
         fp, link, at = parse(data, at)
@@ -89,6 +88,7 @@ class Log:
         self.sealed: dict[int, int] = {}
 
     def path(self, seg: int) -> Path:
+        """The file of segment ``seg``."""
         assert self.dir is not None
         return self.dir / segment_file(self.name, seg)
 
@@ -97,6 +97,7 @@ class Log:
         return self.last, self.written + len(self.tail)
 
     def segment_size(self, seg: int) -> int:
+        """Bytes of segment ``seg`` so far."""
         return self.written + len(self.tail) if seg == self.last else self.sealed[seg]
 
     def append(self, data: bytes) -> None:
@@ -175,13 +176,13 @@ class Queue:
         return out
 
     def segments(self) -> range:
+        """The segments still to be read."""
         return range(self.seg, self.log.last + 1)
 
 
 class Backlog:
-    """Every waiting URL of a rank that the CBT does not hold: a :class:`Queue` per
-    priority, on disk in ``directory`` past ``memory`` bytes of tails. API: :meth:`put`,
-    :meth:`take`, :meth:`waiting`; :meth:`state` and :func:`replay` for checkpoints.
+    """Every waiting URL of a rank that the CBT does not hold, a :class:`Queue` per
+    priority, on disk in ``directory`` past ``memory`` bytes of tails.
 
     Invariants (:meth:`_check`): a queue's ``count`` is its records from its read position
     on; the tails hold at most ``memory`` bytes after a :meth:`put`.
@@ -199,6 +200,7 @@ class Backlog:
 
     @property
     def ram(self) -> int:
+        """Bytes of records held in RAM."""
         return sum(len(q.log.tail) for q in self.queues.values())
 
     def _queue(self, prio: float) -> Queue:

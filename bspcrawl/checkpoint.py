@@ -1,14 +1,11 @@
 """Checkpoints at superstep boundaries (docs/checkpoints.md): their files, what a resume
 reads back, and which files the crawl keeps.
 
-- Each rank writes ``DIR/checkpoint/rank-NNNN-SSSSSSSSSS.h5`` atomically: a
-  :class:`RankState`, each dataclass an HDF5 group and each field a dataset (None left
-  out; bytes as variable-length uint8, since a robots.txt may hold NULs).
-- Once every rank has, rank 0 names the superstep in ``checkpoint.json``; only a
-  checkpoint named there counts.
-- An incremental rank file holds no seen set and only the hosts changed since its base
-  (``attrs["base"]``); :func:`read` completes it. Backlog and journal segments are named,
-  not copied.
+- Each rank writes a :class:`RankState` atomically, each dataclass an HDF5 group and each
+  field a dataset (bytes as variable-length uint8: a robots.txt may hold NULs); then rank 0
+  names the superstep in ``checkpoint.json``, and only a checkpoint named there counts.
+- An incremental rank file holds no seen set and only the hosts changed since its base;
+  :func:`read` completes it. Backlog and journal segments are named, not copied.
 - :class:`Retention` keeps the last two complete checkpoints, their bases and the segments
   they name, so a crash at any point leaves a usable one.
 """
@@ -45,8 +42,7 @@ class CheckpointError(Exception):
 
 @dataclass
 class RankState:
-    """One rank's checkpoint file but its attributes; links in transit as
-    ``partition.encode`` writes them."""
+    """One rank's checkpoint file but its attributes, links as ``partition.encode`` writes."""
 
     frontier: FrontierState
     directory: np.ndarray  # partition.Directory.state
@@ -56,14 +52,17 @@ class RankState:
     @classmethod
     def of(cls, frontier: FrontierState, directory: np.ndarray, inbox: list[Link],
            held: list[Link]) -> RankState:
+        """The state of a rank."""
         return cls(frontier, directory, *(np.frombuffer(encode(x), np.uint8)
                                           for x in (inbox, held)))
 
     def links(self, name: str) -> list[Link]:
+        """The links of ``inbox`` or ``held``."""
         return decode(getattr(self, name))
 
 
 def rank_file(out: Path, rank: int, superstep: int) -> Path:
+    """One rank's checkpoint file of ``superstep``."""
     return out / CHECKPOINT_DIR / f"rank-{rank:04d}-{superstep:010d}.h5"
 
 
@@ -74,6 +73,7 @@ def frontier_dir(out: Path, rank: int) -> Path:
 
 def write(out: Path, rank: int, superstep: int, state: RankState, attrs: dict[str, Any]
           ) -> None:
+    """Write one rank's state of ``superstep`` atomically."""
     (out / CHECKPOINT_DIR).mkdir(exist_ok=True)
 
     def fill(f: h5py.File) -> None:

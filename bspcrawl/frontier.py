@@ -71,6 +71,7 @@ class Frontier:
 
     @property
     def resting(self) -> list[tuple[float, str]]:
+        """The resting hosts with URLs: (ready_at, host), a heap."""
         return self.hosts.resting
 
     def receive(self, links: list[Link]) -> int:
@@ -81,9 +82,11 @@ class Frontier:
         return sum(map(len, records.values()))
 
     def fingerprints(self, urls: list[str]) -> np.ndarray:
+        """Seen-set keys of canonical URLs."""
         return self.intake.fingerprints(urls)
 
     def revisit_later(self, link: Link, fp: int, due: float) -> None:
+        """Fetch ``link`` again at monotonic time ``due``."""
         self.revisits.later(link, fp, due)
 
     def next_ready(self) -> float:

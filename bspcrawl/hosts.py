@@ -2,14 +2,12 @@
 the pending queue Q (Marin et al. (2008), section 2); the one owner of politeness.
 
 - A host's first job is its robots.txt (RFC 9309); its URLs wait in Q until it is committed.
-- Hosts that may get a job are served round-robin, one URL each; unpaced hosts with long
-  queues then get more (:meth:`HostTable.share`), so big sites keep pace.
+- Hosts are served round-robin, one URL each; unpaced hosts with long queues get more.
 - A paced host (a delay rule, robots/politeness.py) has one job at a time and rests after
   it before the next is scheduled, so the window never waits for politeness.
-- A URL answered 429 or 503 goes back to the front of its host's Q, up to
-  ``politeness_retries`` times; only its final answer is committed.
-
-For unpaced hosts that answer, every decision depends on the order of calls, not the clock.
+- A 429 or 503 puts the URL back at the front of its host's Q, up to ``politeness_retries``
+  times; only its final answer is committed.
+- For unpaced hosts that answer, decisions depend on the order of calls, not the clock.
 """
 
 from __future__ import annotations
@@ -60,6 +58,7 @@ class Host:
     head: int = 0
 
     def push(self, data: bytes, front: bool = False) -> None:
+        """Add a record at the end of its Q, or at the front."""
         if self.q is None:
             self.q, self.head = bytearray(data), 0
         elif front:
@@ -69,6 +68,7 @@ class Host:
         self.waiting += 1
 
     def pop(self) -> tuple[int, Link]:
+        """Take the first URL of its Q."""
         assert self.q is not None
         fp, link, self.head = parse(self.q, self.head)
         self.waiting -= 1
@@ -80,6 +80,7 @@ class Host:
         return fp, link
 
     def records(self) -> bytes:
+        """Its Q's records, in order."""
         return b"" if self.q is None else bytes(self.q[self.head:])
 
 
@@ -122,15 +123,13 @@ class HostsState:
 
 
 class HostTable:
-    """The hosts a rank owns, served round-robin (``active``) or resting until a time
-    (``resting``, a heap); ``pending`` counts the URLs in Q, ``taken`` hears each that leaves.
-
-    API: :meth:`serve_active`, :meth:`add` and :meth:`share` fill a schedule, :meth:`done`
-    accounts for a result; :meth:`state` and :meth:`restore` for checkpoints.
+    """The hosts a rank owns, served round-robin (``active``) or resting (a heap);
+    :meth:`serve_active`, :meth:`add` and :meth:`share` fill a schedule, :meth:`done`
+    accounts for a result; ``taken`` hears each URL that leaves Q.
 
     Invariants (:meth:`_check`): ``pending`` is the hosts' ``waiting`` summed; a host is
-    queued (round-robin or heap) at most once, exactly when ``queued``; with wall-clock
-    politeness a host has at most one job out, its robots.txt job while in flight.
+    queued at most once, exactly when ``queued``; with wall-clock politeness a host has at
+    most one job out.
     """
 
     def __init__(self, settings: Settings, stats: Stats, taken: Callable[[int], None]) -> None:
@@ -145,9 +144,11 @@ class HostTable:
         self.touched: set[str] = set()  # hosts changed since the last full state
 
     def next_ready(self) -> float:
+        """When the first resting host may get a job (``inf``: never)."""
         return self.resting[0][0] if self.resting else math.inf
 
     def links(self) -> Iterator[tuple[int, Link]]:
+        """Every URL in Q, as (fingerprint, link)."""
         for host in self.hosts.values():
             yield from parse_all(host.records())
 
@@ -213,6 +214,7 @@ class HostTable:
         return self.politeness.paced or host.delay > 0
 
     def _can_serve(self, host: Host, now: float) -> bool:
+        """May the host get a job now (whether or not it got one in this schedule)?"""
         if not host.waiting or host.robots_in_flight or host.ready_at > now:
             return False
         return host.outstanding == 0 or not self._paced(host) and host.rules is not None

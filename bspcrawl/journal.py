@@ -25,6 +25,7 @@ class Journal:
         self.log = Log(directory, NAME)
 
     def append(self, keys: np.ndarray) -> None:
+        """Append int64 keys."""
         if self.log.dir is None:
             return
         self.log.append(np.asarray(keys, "<i8").tobytes())

@@ -1,12 +1,10 @@
 """Host -> owner rank, and the byte encoding of URL batches between ranks.
 
-Partitioning by host keeps politeness, robots.txt and a host's pending queue on one rank
-(Marin et al. (2008), section 2). A :class:`Directory` deals hosts round-robin in an order
-every rank agrees on, so ranks own equal numbers of hosts (``hash % P`` varies, and on a
-web of few unequal hosts that decides the balance). Past ``DEAL`` hosts it is *full*: a new
-host's owner is its hash mod P, so the directory stays bounded, and with that many hosts
-hashing balances by itself. A link to a host not dealt yet is *held* one superstep while
-its host is announced (``bsp.announce``) and dealt alike by every rank.
+Partitioning by host keeps a host's politeness and queue on one rank (Marin et al. (2008),
+section 2). Hosts are dealt round-robin in an order every rank agrees on, so ranks own equal
+numbers of them (under ``hash % P`` that number varies); past ``DEAL`` hosts, when hashing
+balances by itself, a new host's owner is its hash mod P, so the directory stays bounded.
+A link to a host not dealt yet is *held* one superstep while its host is announced.
 
 A batch is one line per link, ``depth hops url [anchor]``: a serialised URL has no space
 or newline and a clipped anchor (``messages.clip_anchor``) no newline, so nothing needs
@@ -27,13 +25,9 @@ DEAL = 1 << 16  # hosts a Directory deals before it hashes the next ones
 
 
 class Directory:
-    """Host hash -> owner rank, identical on every rank that made the same calls.
-
-    API: :meth:`assign` hosts, :meth:`owner` of a URL (None: not assigned yet),
-    :meth:`bucket` links into outboxes, :meth:`state` / :meth:`from_state` (any P).
-    Past ``max_domain_hosts`` hosts of a registered domain the next are *refused*
-    (:data:`REFUSED`, their links dropped), so endless subdomains cannot grow it.
-    """
+    """Host hash -> owner rank, the same on every rank that made the same calls. Past
+    ``max_domain_hosts`` hosts of a registered domain the next are *refused* (their links
+    dropped), so endless subdomains cannot grow it."""
 
     def __init__(self, size: int, max_domain_hosts: int = 0, deal: int = DEAL) -> None:
         self.size = size
@@ -62,20 +56,25 @@ class Directory:
             self.dealt += 1
 
     def owner(self, url: str) -> int | None:
+        """The rank that owns ``url``'s host, :data:`REFUSED`, or None (not assigned yet)."""
         return self.rank_of(host_key(url))
 
     @property
     def full(self) -> bool:
+        """Are new hosts hashed?"""
         return len(self.owners) >= self.deal
 
     def rank_of(self, key: str) -> int | None:
+        """The owner of the host ``key``, as :meth:`owner`."""
         return self.owner_of(host_hash(key))
 
     def owner_of(self, h: int) -> int | None:
+        """The owner of the host of hash ``h``, as :meth:`owner`."""
         rank = self.owners.get(h)
         return h % self.size if rank is None and self.full else rank
 
     def owns(self, rank: int) -> Callable[[int], bool]:
+        """Does ``rank`` own the host of a hash?"""
         return lambda h: self.owner_of(h) == rank
 
     def bucket(self, links: list[Link]) -> tuple[list[list[Link]], list[Link], int]:

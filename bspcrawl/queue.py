@@ -47,6 +47,7 @@ class Queue:
         return len(self.backlog) + len(self.cbt)
 
     def put(self, prio: float, records: list[bytes]) -> None:
+        """Add records of priority ``prio`` after those there."""
         self.backlog.put(prio, records)
 
     def extract(self, n: int) -> list[tuple[int, Link]]:

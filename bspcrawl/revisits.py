@@ -36,9 +36,11 @@ class Revisits:
         return len(self.heap)
 
     def later(self, link: Link, fp: int, due: float) -> None:
+        """Fetch ``link`` again at ``due``."""
         heapq.heappush(self.heap, (due, fp, link.url, link.depth, link.hops))
 
     def next(self) -> float:
+        """When the first revisit is due (``inf``: never)."""
         return self.heap[0][0] if self.heap else math.inf
 
     def due(self, now: float) -> list[tuple[int, Link]]:
@@ -52,6 +54,7 @@ class Revisits:
         return out
 
     def state(self, now: float) -> RevisitsState:
+        """The revisits for a checkpoint."""
         later = sorted(self.heap)
         data = b"".join(record(fp, Link(url, depth, hops)) for _, fp, url, depth, hops in later)
         return RevisitsState(np.frombuffer(data, np.uint8),
