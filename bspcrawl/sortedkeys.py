@@ -48,6 +48,16 @@ def positions(run: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return np.where(run[at] == keys, at, -1)
 
 
+def grow(columns: dict[str, np.ndarray], rows: int) -> None:
+    """Give each of a user's per-row arrays room for ``rows`` rows, growing it by a quarter
+    at least (amortised O(1) a row); new room holds zeros."""
+    for name, old in columns.items():
+        if len(old) < rows:
+            grown = np.zeros(max(rows, len(old) * 5 // 4), old.dtype)
+            grown[:len(old)] = old
+            columns[name] = grown
+
+
 class SortedKeys:
     """An exact set of int64 keys, each mapped to its row (the order it was added in).
 
