@@ -48,14 +48,14 @@ def positions(run: np.ndarray, keys: np.ndarray) -> np.ndarray:
     return np.where(run[at] == keys, at, -1)
 
 
-def grow(columns: dict[str, np.ndarray], rows: int) -> None:
-    """Give each of a user's per-row arrays room for ``rows`` rows, growing it by a quarter
-    at least (amortised O(1) a row); new room holds zeros."""
-    for name, old in columns.items():
-        if len(old) < rows:
-            grown = np.zeros(max(rows, len(old) * 5 // 4), old.dtype)
-            grown[:len(old)] = old
-            columns[name] = grown
+def grown(column: np.ndarray, rows: int) -> np.ndarray:
+    """A user's per-row array with room for ``rows`` rows: itself, or a copy a quarter
+    longer at least (amortised O(1) a row), the new room zeros."""
+    if len(column) >= rows:
+        return column
+    out = np.zeros(max(rows, len(column) * 5 // 4), column.dtype)
+    out[:len(column)] = column
+    return out
 
 
 class SortedKeys:

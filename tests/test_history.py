@@ -83,8 +83,7 @@ def test_equal_times_before_takes_the_last_after_the_first():
 
 
 def test_against_brute_force_with_appends_between_queries():
-    """Enough rows that the lazy (url_fp, time) index is rebuilt several times while
-    queries hit both the index and the unindexed tail."""
+    """Batches of appends, each followed by queries, against a scan of every row."""
     rng = np.random.default_rng(3)
     h, rows = History(), []
     for step in range(40):

@@ -1,9 +1,9 @@
 """The history of every URL: each fetched version, where its body is, nearest-in-time lookup.
 
-After the cache history of Yioop (Kukreti 2013, ``../shared/seeds/002_*``): every version
-of a page the crawler fetched is kept, the versions of a URL are listed by year and month,
-and a request for a date is answered with the version nearest to it, as the Wayback
-Machine does. Yioop kept them as cache files per crawl; here one rank's history is a set of
+After the cache history of the Yioop search engine (Kukreti, 2013): every version of a
+page the crawler fetched is kept, the versions of a URL are listed by year and month, and
+a request for a date is answered with the version nearest to it, as the Wayback Machine
+does. Yioop kept them as cache files per crawl; here one rank's history is a set of
 append-only columns (one row per fetch, in commit order) and the body of a version lives in
 a WARC record (:mod:`bspcrawl.index.warc`)::
 
@@ -18,10 +18,14 @@ a WARC record (:mod:`bspcrawl.index.warc`)::
 so :func:`bspcrawl.index.warc.read_body` works for every row; ``warc_file`` is -1 when no
 body was archived (a failed fetch).
 
-Queries go through an index sorted by (url_fp, time) built lazily with ``np.lexsort``;
-rows appended since the last build (the *tail*, at most 1/32 of the rows) are scanned
-with one vectorised compare, so queries interleaved with appends (the crawl asks
-:meth:`History.original` when it commits a revisit) cost O(log n + tail) amortised.
+A URL's rows are found through a :class:`~bspcrawl.sortedkeys.SortedKeys` of the URL
+fingerprints, whose row for a URL indexes ``last`` (its newest history row); each history
+row links to the URL's row before it (``prev``, -1 for the first). In the example::
+
+    urls: {7: 1, 42: 0}    last = [3, 1]    prev = [-1, -1, 0, 2]
+
+so the rows of 42 are 3, 2, 0, newest first: O(log n + versions) a query, however queries
+and appends interleave (the crawl asks :meth:`History.original` when it commits a revisit).
 """
 
 from __future__ import annotations
@@ -34,6 +38,8 @@ from typing import Literal
 import h5py
 import numpy as np
 from numpy.typing import ArrayLike
+
+from bspcrawl.sortedkeys import SortedKeys, grown
 
 FORMAT = "bspcrawl-history"
 VERSION = 1
@@ -83,10 +89,11 @@ class History:
     """
 
     def __init__(self) -> None:
-        self._cols = {name: np.zeros(1024, dtype) for name, dtype in FIELDS.items()}
+        self._cols = {name: np.zeros(0, dtype) for name, dtype in FIELDS.items()}
+        self._prev = np.zeros(0, np.int64)  # per row: the URL's row before it, -1 none
+        self._urls = SortedKeys()
+        self._last = np.zeros(0, np.int64)  # per URL: its newest row
         self._n = 0
-        self._order = np.zeros(0, np.int64)  # rows indexed so far, by (url_fp, time)
-        self._keys = np.zeros(0, np.int64)  # url_fp of those rows, in that order
 
     def __len__(self) -> int:
         return self._n
@@ -123,34 +130,45 @@ class History:
         if not np.isfinite(cols["time"]).all():
             raise ValueError("extend: times must be finite Unix times")
         need = self._n + n
-        if need > len(self._cols["url_fp"]):
-            size = max(need, 2 * len(self._cols["url_fp"]))
-            for name, old in self._cols.items():
-                grown = np.zeros(size, old.dtype)
-                grown[: self._n] = old[: self._n]
-                self._cols[name] = grown
         for name, c in cols.items():
+            self._cols[name] = grown(self._cols[name], need)
             self._cols[name][self._n : need] = c
+        self._link(cols["url_fp"], np.arange(self._n, need))
         self._n = need
+
+    def _link(self, url_fp: np.ndarray, rows: np.ndarray) -> None:
+        """Chain new ``rows`` (in append order) to their URLs' earlier rows."""
+        if not len(rows):
+            return
+        known = len(self._urls)
+        self._urls.add(url_fp)
+        urls = self._urls.find(url_fp)
+        self._last = grown(self._last, len(self._urls))
+        self._last[known:] = -1
+        order = np.argsort(urls, kind="stable")
+        urls, rows = urls[order], rows[order]
+        first = np.ones(len(urls), bool)
+        first[1:] = urls[1:] != urls[:-1]
+        prev = np.empty(len(rows), np.int64)
+        prev[1:] = rows[:-1]
+        prev[first] = self._last[urls[first]]
+        self._prev = grown(self._prev, self._n + len(rows))
+        self._prev[rows] = prev
+        last = np.append(first[1:], True)
+        self._last[urls[last]] = rows[last]
 
     # ----------------------------------------------------------------- query
 
     def _rows(self, fp: int) -> np.ndarray:
         """Rows of ``fp`` sorted by time (equal times: in append order)."""
-        indexed = len(self._order)
-        if self._n - indexed > max(4096, self._n // 32):
-            n = self._n
-            self._order = np.lexsort((self._cols["time"][:n], self._cols["url_fp"][:n]))
-            self._keys = self._cols["url_fp"][:n][self._order]
-            indexed = n
-        lo = int(np.searchsorted(self._keys, fp, "left"))
-        hi = int(np.searchsorted(self._keys, fp, "right"))
-        rows = self._order[lo:hi]
-        tail = np.flatnonzero(self._cols["url_fp"][indexed : self._n] == fp) + indexed
-        if len(tail):
-            rows = np.concatenate([rows, tail])
-            rows = rows[np.lexsort((rows, self._cols["time"][rows]))]
-        return rows
+        url = int(self._urls.find([fp])[0])
+        newest_first = []
+        row = int(self._last[url]) if url >= 0 else -1
+        while row >= 0:
+            newest_first.append(row)
+            row = int(self._prev[row])
+        rows = np.array(newest_first[::-1], np.int64)
+        return rows[np.argsort(self._cols["time"][rows], kind="stable")]
 
     def _version(self, row: int) -> Version:
         c = self._cols

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import h5py
 import numpy as np
 
-from bspcrawl.sortedkeys import SortedKeys, grow, increasing
+from bspcrawl.sortedkeys import SortedKeys, grown, increasing
 
 FORMAT = "bspcrawl-validators"
 VERSION = 2
@@ -316,8 +316,8 @@ class ValidatorStore:
         keep = _last_of_each(fp)
         self._keys.add(fp[keep])
         rows = self._keys.find(fp[keep])
-        grow(self._cols, len(self._keys))
         for name, column in cols.items():
+            self._cols[name] = grown(self._cols[name], len(self._keys))
             self._cols[name][rows] = column[keep]
 
     def add(self, fp: int, row: Validators) -> None:
