@@ -57,6 +57,7 @@ from bspcrawl.index.columns import concat, on_disk, rows
 from bspcrawl.index.simhash import simhash
 from bspcrawl.index.terms import EMPTY, TermCounts
 from bspcrawl.messages import FetchResult
+from bspcrawl.sortedkeys import SortedKeys
 
 STR = h5py.string_dtype()
 VOCAB = h5py.string_dtype("ascii")  # a term's raw bytes, as they are (segments)
@@ -159,10 +160,10 @@ class RankStore:
         self.stats_buffer: list[np.ndarray] = []
         self.link_buffer: list[np.ndarray] = []  # each page's link targets (int64)
         self.link_counts: list[int] = []
-        # hashes of the terms met (bspcrawl.index.terms): sorted, and the latest in a set
-        self.known = np.zeros(0, np.int64)
-        self.recent: set[int] = set()
-        self.new_terms: dict[int, bytes] = {}  # those not yet in a segment: hash -> term
+        # hashes of the terms met (bspcrawl.index.terms): those in a segment in ``vocab``,
+        # a batch a segment; the others in ``new_terms``, with their terms
+        self.vocab = SortedKeys()
+        self.new_terms: dict[int, bytes] = {}
         self.docs = self.pages_ok = self.errors = self.bytes = 0
         self.search = ranking.SearchBuffer(ranking.weights_of(settings))
         segment_dir(out, rank).mkdir(parents=True, exist_ok=True)
@@ -179,7 +180,7 @@ class RankStore:
                 check_layout(f)
                 if self.archive is not None:
                     self.archive.replay(f)
-                self.recent.update(f["vocab_hash"][:].tolist())
+                self.vocab.add(f["vocab_hash"][:])
                 a = f.attrs
                 self.docs, self.pages_ok = int(a["docs"]), int(a["pages_ok"])
                 self.errors, self.bytes = int(a["errors"]), int(a["bytes"])
@@ -221,10 +222,11 @@ class RankStore:
         self.link_buffer.append(np.asarray(link_fps, dtype=np.int64))
         self.link_counts.append(len(link_fps))
         if len(terms):
-            new = self._new_terms(terms.hashes)
+            unseen = np.flatnonzero(~self.vocab.contains(terms.hashes)).tolist()
+            new = [i for i, h in zip(unseen, terms.hashes[unseen].tolist(), strict=True)
+                   if h not in self.new_terms]
             if new:
                 fresh = terms.hashes[new].tolist()
-                self.recent.update(fresh)
                 self.new_terms.update(zip(fresh, terms.terms(new), strict=True))
             self.search.add_page(doc, terms, title, fields or {}, pairs)
         self.bytes += 0 if result.revisit else len(result.body)
@@ -233,21 +235,6 @@ class RankStore:
         elif 200 <= result.status < 300 or result.revisit:
             self.pages_ok += 1
         return doc
-
-    def _new_terms(self, hashes: np.ndarray) -> list[int]:
-        """Indices of the term hashes never met before (one vectorised search in the sorted
-        ones, a set for the latest; the set is merged in when it grows)."""
-        if len(self.recent) > max(256, len(self.known) // 8):
-            self.known = np.union1d(self.known, np.fromiter(self.recent, np.int64))
-            self.recent.clear()
-        if len(self.known):
-            pos = np.minimum(np.searchsorted(self.known, hashes), len(self.known) - 1)
-            candidates = np.flatnonzero(self.known[pos] != hashes)
-        else:
-            candidates = np.arange(len(hashes))
-        recent = self.recent
-        return [i for i, h in zip(candidates.tolist(), hashes[candidates].tolist(),
-                                  strict=True) if h not in recent]
 
     def add_stats(self, row: np.ndarray) -> None:
         """Append one ``STATS_DTYPE`` row (one superstep); written with the next segment."""
@@ -277,6 +264,7 @@ class RankStore:
                 self.archive.drain(f)
 
         write_atomically(segment_dir(self.out, self.rank) / f"{superstep:010d}.h5", fill)
+        self.vocab.add(np.fromiter(self.new_terms, np.int64, len(self.new_terms)))
         self.new_terms = {}
         for column in self.buffer.values():
             column.clear()
