@@ -2,50 +2,40 @@
 
 IRLbot's DRUM (Lee, Leonard, Wang, Loguinov, WWW 2008) checks URLs against sorted
 structures in batches instead of one at a time; a BSP superstep is such a batch. Here the
-fingerprints (64-bit, ``urls.fingerprints``) live in sorted int64 arrays, 8 bytes per URL,
-with no false positives: a crawl keeps the same pages and doc ids as with a Python set
-(about 70 bytes per URL with its int objects; ``docs/performance/scale.md``).
+fingerprints (64-bit, ``urls.fingerprints``) live in sorted int64 arrays, about 9 bytes
+per URL, with no false positives: a crawl keeps the same pages and doc ids as with a
+Python set.
 
-Layout: *shards*, sorted arrays over disjoint key ranges in key order, and two sorted
-arrays of keys in no shard, the *delta* and, newer still, the *recent* keys (an LSM tree of
-three levels). A worked example (``shard_max`` = 4 to keep it short; the default is
-``SHARD_MAX`` = 2**20 keys, 8 MiB)::
+The seen set is the one user of :class:`~bspcrawl.sortedkeys.SortedKeys` that must be more
+than one: it keeps within a memory budget by spilling to disk, so its bulk is a list of
+*shards*, sorted arrays over disjoint key ranges of which some are memory-mapped files, and
+only the keys in no shard yet, the *delta*, are a ``SortedKeys``. A worked example
+(``shard_max`` = 4, ``delta_min`` = 4)::
 
     shards = [[-9, -4, 2, 5], [8, 11, 20]]   # each sorted; disjoint ranges, in key order
     lows   = [INT64_MIN, 8]                  # shard i holds the keys in [lows[i], lows[i+1])
-    delta  = [-1, 3]                         # sorted, in no shard
-    recent = [7]                             # sorted, in no shard nor the delta
+    delta  = SortedKeys {-1, 3, 7}           # in no shard
 
-``contains_batch([7, 6, 20])`` sorts the batch once, searches the recent keys and the
-delta with it (``np.searchsorted``), cuts the sorted batch at ``lows[1:]`` and searches each
-shard for its own slice: ``[True, False, True]``. A shard is searched through its
-*fences*, every ``FENCE``-th key (64; here ``[-9]`` and ``[8]``), kept in RAM: a
-``searchsorted`` in the fences (small enough for the caches) names the block of 64 keys
-that may hold the key, and six vectorised halvings find it there (:func:`_found_fenced`).
-At 10^8 keys that costs 260 ns a probe against 610 for ``searchsorted`` on the shard, whose
-lower levels miss the caches; for a spilled shard, one block read instead of ~20 pages.
-``add_batch([6, 6, 8])`` puts 6 among the recent keys once and returns
+``contains_batch([7, 6, 20])`` asks the delta, then sorts the batch, cuts it at
+``lows[1:]`` and searches each shard for its own slice: ``[True, False, True]``. A shard is
+searched through its *fences*, every ``FENCE``-th key, kept in RAM: a ``searchsorted`` in
+the fences names the block of ``FENCE`` keys that may hold the key, and a few vectorised
+halvings find it there (:func:`_found_fenced`), so a probe of a spilled shard reads one
+block. ``add_batch([6, 6, 8])`` puts 6 in the delta once and returns
 ``[True, False, False]``.
 
-Each level is merged into the next when it is full (a merge of two sorted runs:
-``np.sort(kind="stable")``, i.e. timsort, on their concatenation): the recent keys past
-``recent_max`` (``RECENT_MAX`` = 2**17) into the delta, the delta past ``max(delta_min,
-len/16)`` into the shards, one shard at a time, a shard longer than ``shard_max`` cut into
-halves. So a key is copied about ``len / 2**22 + 16`` times over a crawl, plus its share
-of the recent keys' merges (superstep-sized batches into at most 2**17 keys), and the
-transient of a merge is one shard and its part of the delta, never the whole set: RAM
-stays within ``8 * len * (1 + 1/64 + 2/16) + 2 * 8 * shard_max`` bytes (the keys, the
-fences, the delta and its copy while it merges) and change, 9 bytes per URL once the set
-is large (measured: 9.8 at 10^8 keys, ``docs/performance/scale.md``). With one level of
-delta up to ``len/16`` keys, each superstep copied it whole; the third level made the seen
-test 7% faster at 10^8.
+When the delta holds more than ``max(delta_min, len / 16)`` keys it is merged into the
+shards, one shard at a time, a shard longer than ``shard_max`` cut into pieces: a key is
+copied a bounded number of times on average, and a merge never holds more than one shard
+and its part of the delta besides the set. RAM stays within about ``8 * len * (1 + 1/64)``
+bytes for the shards and fences plus ``16 * len / 16`` for the delta.
 
 Past ``memory`` bytes of arrays in RAM, whole shards spill to ``spill_dir`` as ``.npy``
-files and are searched memory-mapped (``np.load(mmap_mode="r")``: with the fences in RAM a
-probe reads one block of 64 keys, and the page cache keeps the hot ones); a merge rewrites a
+files and are searched memory-mapped (``np.load(mmap_mode="r")``); a merge rewrites a
 spilled shard to a new file, as DRUM merges its disk buckets. The delta is then held to
-``memory / 32`` keys so that it fits too. Spill files are a cache, not state: a checkpoint
-writes :meth:`to_array`, and a new set deletes what a killed process left in its directory.
+``memory / 64`` keys so that it fits too. Spill files are a cache, not state: a checkpoint
+writes :meth:`SeenSet.to_array`, and a new set deletes what a killed process left in its
+directory.
 """
 
 from __future__ import annotations
@@ -56,37 +46,12 @@ from pathlib import Path
 
 import numpy as np
 
-SHARD_MAX = 1 << 20  # keys per shard before it is cut in two (8 MiB)
+from bspcrawl.sortedkeys import SortedKeys, as_keys, increasing
+
+SHARD_MAX = 1 << 20  # keys per shard before it is cut (8 MiB)
 DELTA_MIN = 1 << 16  # the delta may hold this many keys before a merge, whatever len is
-DELTA_FRACTION = 16  # ... or len / DELTA_FRACTION, whichever is larger
-RECENT_MAX = 1 << 17  # recent keys merged into the delta past this many
 FENCE = 64  # a shard's fences are every FENCE-th key (0.125 bytes per key)
 INT64_MIN = np.iinfo(np.int64).min
-
-
-def _keys(fps: np.ndarray | list[int]) -> np.ndarray:
-    return np.ascontiguousarray(fps, dtype=np.int64).ravel()
-
-
-def _merge(*runs: np.ndarray) -> np.ndarray:
-    """The union of sorted arrays with no key in common, sorted (a new array)."""
-    every = np.concatenate([np.asarray(r) for r in runs])  # asarray: a map's keys, loaded
-    every.sort(kind="stable")  # timsort: it finds the runs and merges them, in linear time
-    return every
-
-
-def _increasing(a: np.ndarray) -> bool:
-    """Strictly increasing? (``np.diff`` of int64 keys would overflow)"""
-    return bool(np.all(a[1:] > a[:-1]))
-
-
-def _found(run: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Which of the sorted ``keys`` are in the sorted ``run``."""
-    if not len(run):
-        return np.zeros(len(keys), dtype=bool)
-    at = np.searchsorted(run, keys)
-    np.minimum(at, len(run) - 1, out=at)
-    return np.asarray(run[at] == keys)
 
 
 def _found_fenced(run: np.ndarray, fences: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -111,31 +76,26 @@ class SeenSet:
     API: :meth:`contains_batch` and :meth:`add_batch` (one call per superstep's links),
     ``fp in seen`` and ``len(seen)``; :meth:`to_array` and :meth:`add_batch` again for
     checkpoints; :meth:`close` deletes the spill files. ``ram_bytes`` and ``disk_bytes``
-    say where the keys are.
+    say where the keys are. The answers never depend on the order of the batches' keys.
 
     Invariants (:meth:`_check`): every shard is strictly increasing, within its range
-    ``[lows[i], lows[i+1])``, and its fences are its every FENCE-th key; the delta and the
-    recent keys are strictly increasing, and no key is in two places; ``len`` counts them
-    all; a spilled shard is a read-only map of its file in ``spill_dir``, and no other file
-    is there.
+    ``[lows[i], lows[i+1])``, and its fences are its every FENCE-th key; no delta key is in
+    a shard; ``len`` counts them all; a spilled shard is a read-only map of its file in
+    ``spill_dir``, and no other file is there.
     """
 
     def __init__(self, memory: int = 1 << 30, spill_dir: Path | None = None,
-                 shard_max: int = SHARD_MAX, delta_min: int = DELTA_MIN,
-                 recent_max: int = RECENT_MAX) -> None:
+                 shard_max: int = SHARD_MAX, delta_min: int = DELTA_MIN) -> None:
         """``memory``: bytes of arrays kept in RAM before shards spill to ``spill_dir``
-        (None: never spill). ``shard_max``, ``delta_min``, ``recent_max``: see the module
-        docstring."""
-        if shard_max < 2 or delta_min < 1 or recent_max < 1 or memory < 0:
-            raise ValueError("shard_max must be >= 2, delta_min and recent_max >= 1, "
-                             "memory >= 0")
+        (None: never spill). ``shard_max``, ``delta_min``: see the module docstring."""
+        if shard_max < 2 or delta_min < 1 or memory < 0:
+            raise ValueError("shard_max must be >= 2, delta_min >= 1, memory >= 0")
         self.memory, self.spill_dir = memory, spill_dir
-        self.shard_max, self.delta_min, self.recent_max = shard_max, delta_min, recent_max
+        self.shard_max, self.delta_min = shard_max, delta_min
         self._shards: list[np.ndarray] = [np.empty(0, np.int64)]
         self._fences: list[np.ndarray] = [np.empty(0, np.int64)]  # in RAM, spilled or not
         self._lows = np.array([INT64_MIN], dtype=np.int64)
-        self._delta = np.empty(0, np.int64)
-        self._recent = np.empty(0, np.int64)
+        self._delta = SortedKeys()
         self._len = 0
         self._files = 0  # spill files written, for their names
         if spill_dir is not None and spill_dir.exists():
@@ -150,9 +110,10 @@ class SeenSet:
 
     @property
     def ram_bytes(self) -> int:
-        """Bytes of keys held in RAM (the delta and the shards not spilled)."""
-        return 8 * (len(self._delta) + len(self._recent) + sum(map(len, self._fences))
-                    + sum(len(s) for s in self._shards if not isinstance(s, np.memmap)))
+        """Bytes of keys held in RAM (the delta, the fences and the shards not spilled)."""
+        return self._delta.nbytes + 8 * (
+            sum(map(len, self._fences))
+            + sum(len(s) for s in self._shards if not isinstance(s, np.memmap)))
 
     @property
     def disk_bytes(self) -> int:
@@ -161,13 +122,11 @@ class SeenSet:
 
     def contains_batch(self, fps: np.ndarray | list[int]) -> np.ndarray:
         """A bool per fingerprint: is it in the set? O(b log n) for b fingerprints: one
-        sort of the batch, one ``searchsorted`` for the delta and one per shard."""
-        keys = _keys(fps)
+        sort of the batch, one search of the delta and one per shard."""
+        keys = as_keys(fps)
         order = np.argsort(keys, kind="stable")
-        ordered = keys[order]
-        found = np.empty(len(keys), dtype=bool)
-        found[order] = (_found(self._recent, ordered) | _found(self._delta, ordered)
-                        | self._in_shards(ordered))
+        found = self._delta.contains(keys)
+        found[order] |= self._in_shards(keys[order])
         return found
 
     def _in_shards(self, ordered: np.ndarray) -> np.ndarray:
@@ -183,31 +142,23 @@ class SeenSet:
     def add_batch(self, fps: np.ndarray | list[int]) -> np.ndarray:
         """Add the fingerprints; a bool per fingerprint: was it new? Of a fingerprint
         repeated in the batch only the first is new. Amortised O(b log n)."""
-        keys = _keys(fps)
-        if not self._len and len(keys) and _increasing(keys):  # a checkpoint's keys
-            self._delta, self._len = np.array(keys), len(keys)  # into an empty set
-            if self._len > self._delta_limit():
-                self._flush()
-            return np.ones(len(keys), dtype=bool)
+        keys = as_keys(fps)
         unique, first = np.unique(keys, return_index=True)
-        fresh = ~self.contains_batch(unique)
+        fresh = ~self._in_shards(unique)
+        fresh[fresh] = self._delta.add(unique[fresh])
         new = np.zeros(len(keys), dtype=bool)
         new[first[fresh]] = True
-        if fresh.any():
-            self._recent = _merge(self._recent, unique[fresh])
-            self._len += int(fresh.sum())
-            limit = self._delta_limit()
-            if len(self._recent) > min(self.recent_max, limit):
-                self._delta = _merge(self._delta, self._recent)
-                self._recent = self._recent[:0]
-                if len(self._delta) > limit:
-                    self._flush()
+        self._len += int(fresh.sum())
+        if len(self._delta) > self._delta_limit():
+            self._flush()
         return new
 
     def to_array(self) -> np.ndarray:
         """Every fingerprint, sorted (a new array of 8 bytes per key, for a checkpoint;
         :meth:`add_batch` of it into an empty set gives this set back)."""
-        return _merge(*self._shards, self._delta, self._recent)  # shards in order: one run
+        shards = np.concatenate(self._shards)  # in key order: one sorted run
+        delta = self._delta.to_array()
+        return np.insert(shards, np.searchsorted(shards, delta), delta)
 
     def close(self) -> None:
         """Delete the spill files and their directory if empty (the set is unusable
@@ -221,27 +172,29 @@ class SeenSet:
                 self.spill_dir.rmdir()
 
     def _delta_limit(self) -> int:
-        limit = max(self.delta_min, self._len // DELTA_FRACTION)
-        return max(1, min(limit, self.memory // 32)) if self.spill_dir else limit
+        limit = max(self.delta_min, self._len // 16)
+        return max(1, min(limit, self.memory // 64)) if self.spill_dir else limit
 
     def _flush(self) -> None:
-        """Merge the delta into the shards, cut long ones in two, then spill while RAM
-        holds more than ``memory`` bytes. A spilled shard that takes keys is rewritten to
-        a new file at once, so at most one shard is ever loaded."""
-        cuts = [0, *np.searchsorted(self._delta, self._lows[1:]).tolist(), len(self._delta)]
+        """Merge the delta into the shards, cut long ones, then spill while RAM holds more
+        than ``memory`` bytes. A spilled shard that takes keys is rewritten to a new file at
+        once, so at most one shard is ever loaded."""
+        delta = self._delta.to_array()
+        self._delta = SortedKeys()
+        cuts = [0, *np.searchsorted(delta, self._lows[1:]).tolist(), len(delta)]
         shards: list[np.ndarray] = []
         fences: list[np.ndarray] = []
         lows: list[int] = []
         for i, shard in enumerate(self._shards):
-            self._shards[i] = self._delta[:0]  # let it go once merged: one shard at a time
-            part = self._delta[cuts[i]:cuts[i + 1]]
+            self._shards[i] = delta[:0]  # let it go once merged: one shard at a time
+            part = delta[cuts[i]:cuts[i + 1]]
             if not len(part):
                 shards.append(shard)
                 fences.append(self._fences[i])
                 lows.append(int(self._lows[i]))
                 continue
             spilled = isinstance(shard, np.memmap)
-            merged = _merge(shard, part)
+            merged = np.insert(shard, np.searchsorted(shard, part), part)
             if spilled:
                 self._unlink(shard)
             pieces = -(-len(merged) // self.shard_max)  # enough pieces of at most shard_max
@@ -252,7 +205,6 @@ class SeenSet:
                 lows.append(int(self._lows[i]) if k == 0 else int(piece[0]))
         self._shards, self._fences = shards, fences
         self._lows = np.array(lows, dtype=np.int64)
-        self._delta = np.empty(0, np.int64)
         if self.spill_dir is not None:
             ram = self.ram_bytes
             for i in sorted(range(len(shards)), key=lambda i: -len(shards[i])):
@@ -278,20 +230,18 @@ class SeenSet:
     def _check(self) -> None:
         """Assert the invariants of the class docstring (the stress test calls it)."""
         assert len(self._shards) == len(self._lows) >= 1 and self._lows[0] == INT64_MIN
-        assert _increasing(self._lows), "shard ranges out of order"
+        assert increasing(self._lows), "shard ranges out of order"
         bounds = [*self._lows[1:].tolist(), None]
         assert len(self._fences) == len(self._shards)
         for shard, low, high, fences in zip(self._shards, self._lows.tolist(), bounds,
                                             self._fences, strict=True):
-            assert _increasing(shard), "a shard not strictly increasing"
+            assert increasing(shard), "a shard not strictly increasing"
             assert np.array_equal(fences, shard[::FENCE]), "a shard's fences are stale"
             assert not len(shard) or shard[0] >= low and (high is None or shard[-1] < high)
-        assert _increasing(self._delta), "the delta not strictly increasing"
-        assert not self._in_shards(self._delta).any(), "a key both in the delta and a shard"
-        assert _increasing(self._recent), "the recent keys not strictly increasing"
-        assert not (self._in_shards(self._recent) | _found(self._delta, self._recent)).any(), \
-            "a recent key in the delta or a shard"
-        assert self._len == len(self._delta) + len(self._recent) + sum(map(len, self._shards))
+        self._delta._check()
+        delta = self._delta.to_array()
+        assert not self._in_shards(delta).any(), "a key both in the delta and a shard"
+        assert self._len == len(delta) + sum(map(len, self._shards))
         files = {Path(s.filename).name for s in self._shards if isinstance(s, np.memmap)}
         on_disk = ({p.name for p in self.spill_dir.glob("run-*")} if self.spill_dir
                    else set())

@@ -10,8 +10,8 @@ Each key gets a *row* when it is first added: the number of distinct keys added 
 it, so a user keeps its per-key data in plain append-only arrays indexed by row. The keys
 live in two sorted levels: ``keys``, the bulk, and ``recent``, keys added since the last
 merge, which are folded into ``keys`` (one ``np.insert``, O(n)) when they outnumber
-``max(recent_min, len(keys) // 8)``; a key is thus copied a bounded number of times on
-average. A worked example, with ``recent_min`` = 2::
+``recent_max``: an add costs O(b log n + recent_max), and each merge O(n). A worked
+example, with ``recent_max`` = 2::
 
     add([30, 10, 20])       keys = [10, 20, 30]   rows = [1, 2, 0]   (an empty set: at once)
     add([25, 10, 5, 25])    -> new [True, False, True, False]
@@ -69,10 +69,10 @@ class SortedKeys:
     disjoint; their rows, together, are 0 .. len - 1, each once.
     """
 
-    def __init__(self, recent_min: int = 4096) -> None:
-        if recent_min < 1:
-            raise ValueError(f"recent_min must be >= 1, not {recent_min}")
-        self.recent_min = recent_min
+    def __init__(self, recent_max: int = 1 << 16) -> None:
+        if recent_max < 1:
+            raise ValueError(f"recent_max must be >= 1, not {recent_max}")
+        self.recent_max = recent_max
         self._keys = self._recent = np.empty(0, np.int64)
         self._rows = self._recent_rows = np.empty(0, np.int64)
 
@@ -117,7 +117,7 @@ class SortedKeys:
         at = np.searchsorted(self._recent, unique)
         self._recent = np.insert(self._recent, at, unique)
         self._recent_rows = np.insert(self._recent_rows, at, rows)
-        if len(self._recent) > max(self.recent_min, len(self._keys) // 8):
+        if len(self._recent) > self.recent_max:
             self.merge()
         return new
 
@@ -131,8 +131,7 @@ class SortedKeys:
 
     def to_array(self) -> np.ndarray:
         """Every key, sorted (a new array)."""
-        self.merge()
-        return self._keys.copy()
+        return np.insert(self._keys, np.searchsorted(self._keys, self._recent), self._recent)
 
     def _check(self) -> None:
         """Assert the invariants of the class docstring (the stress test calls it)."""

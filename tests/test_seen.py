@@ -27,8 +27,7 @@ def test_seen_set_against_a_python_set(tmp_path, seed):
     rng = np.random.default_rng(seed)
     spill = seed % 2 == 0
     seen = SeenSet(memory=8 * 150, spill_dir=tmp_path / "seen" if spill else None,
-                   shard_max=64, delta_min=int(rng.integers(1, 40)),
-                   recent_max=int(rng.integers(1, 12)))
+                   shard_max=64, delta_min=int(rng.integers(1, 40)))
     model: set[int] = set()
     for step in range(120):
         keys = batch(rng, model, int(rng.integers(0, 60)))
@@ -45,15 +44,14 @@ def test_seen_set_against_a_python_set(tmp_path, seed):
             assert array.tolist() == sorted(model)
             seen.close()
             seen = SeenSet(memory=seen.memory, spill_dir=seen.spill_dir,
-                           shard_max=seen.shard_max, delta_min=seen.delta_min,
-                           recent_max=seen.recent_max)
+                           shard_max=seen.shard_max, delta_min=seen.delta_min)
             assert seen.add_batch(array).all()
             seen._check()
     probes = batch(rng, model, 200)
     assert seen.contains_batch(probes).tolist() == [k in model for k in probes.tolist()]
     assert all((k in seen) == (k in model) for k in probes[:20].tolist())
     if spill:
-        assert seen.disk_bytes > 0 and seen.ram_bytes <= seen.memory + 8 * 150 // 32 * 2
+        assert seen.disk_bytes > 0 and seen.ram_bytes <= seen.memory + 16 * (seen.memory // 64)
         assert len(list((tmp_path / "seen").glob("run-*.npy"))) > 1
     assert len(seen._shards) > 3  # shards were cut
     seen.close()
@@ -61,13 +59,11 @@ def test_seen_set_against_a_python_set(tmp_path, seed):
 
 
 def test_worked_example_of_the_docstring():
-    seen = SeenSet(shard_max=4, delta_min=2, recent_max=1)
+    seen = SeenSet(shard_max=4, delta_min=4)
     assert seen.add_batch([-9, -4, 2, 5, 8, 11, 20]).all()  # into the shards, cut in two
-    seen.add_batch([-1, 3])  # past recent_max: into the delta
-    seen.add_batch([7])
+    seen.add_batch([-1, 3, 7])
     assert [s.tolist() for s in seen._shards] == [[-9, -4, 2, 5], [8, 11, 20]]
-    assert seen._lows[1] == 8 and seen._delta.tolist() == [-1, 3]
-    assert seen._recent.tolist() == [7]
+    assert seen._lows[1] == 8 and seen._delta.to_array().tolist() == [-1, 3, 7]
     seen._check()
     assert seen.contains_batch([7, 6, 20]).tolist() == [True, False, True]
     assert seen.add_batch([6, 6, 8]).tolist() == [True, False, False]
@@ -75,7 +71,7 @@ def test_worked_example_of_the_docstring():
 
 
 def test_a_new_set_deletes_what_a_killed_process_spilled(tmp_path):
-    seen = SeenSet(memory=0, spill_dir=tmp_path, delta_min=1, recent_max=1)
+    seen = SeenSet(memory=0, spill_dir=tmp_path, delta_min=1)
     seen.add_batch(np.arange(100))
     assert seen.disk_bytes == 800 and seen.ram_bytes == 16  # the fences: keys 0 and 64
     again = SeenSet(memory=0, spill_dir=tmp_path)

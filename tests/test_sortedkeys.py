@@ -11,7 +11,7 @@ I64 = np.iinfo(np.int64)
 @pytest.mark.parametrize("seed", range(6))
 def test_sorted_keys_against_a_dict(seed):
     rng = np.random.default_rng(seed)
-    keys = SortedKeys(recent_min=int(rng.integers(1, 20)))
+    keys = SortedKeys(recent_max=int(rng.integers(1, 20)))
     model: dict[int, int] = {}
     pool = rng.integers(I64.min, I64.max, 400, dtype=np.int64, endpoint=True)
     pool[:2] = I64.min, I64.max
@@ -34,7 +34,7 @@ def test_sorted_keys_against_a_dict(seed):
 
 
 def test_worked_example_of_the_docstring():
-    keys = SortedKeys(recent_min=2)
+    keys = SortedKeys(recent_max=2)
     assert keys.add([30, 10, 20]).all()
     assert keys.add([25, 10, 5, 25]).tolist() == [True, False, True, False]
     assert keys._recent.tolist() == [5, 25] and keys._recent_rows.tolist() == [4, 3]
@@ -45,6 +45,6 @@ def test_worked_example_of_the_docstring():
     keys._check()
 
 
-def test_bad_recent_min():
+def test_bad_recent_max():
     with pytest.raises(ValueError):
         SortedKeys(0)
