@@ -28,6 +28,7 @@ from collections.abc import Sequence
 import numpy as np
 
 Keys = np.ndarray | Sequence[int]
+RECENT_MAX = 1 << 16  # recent keys merged into the bulk past this many
 
 
 def as_keys(keys: Keys) -> np.ndarray:
@@ -69,7 +70,7 @@ class SortedKeys:
     disjoint; their rows, together, are 0 .. len - 1, each once.
     """
 
-    def __init__(self, recent_max: int = 1 << 16) -> None:
+    def __init__(self, recent_max: int = RECENT_MAX) -> None:
         if recent_max < 1:
             raise ValueError(f"recent_max must be >= 1, not {recent_max}")
         self.recent_max = recent_max

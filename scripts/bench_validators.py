@@ -2,10 +2,11 @@
 
 A store of ``--entries`` URLs (10^7 by default) is filled with realistic validators, then
 one schedule of ``--lookups`` fingerprints (``--hit`` of them stored, the rest absent) is
-looked up ``--rounds`` times; the median time is reported, with the delta level empty
-(right after a merge) and half full (its usual state in a crawl). Memory per entry is
-reported twice: the arrays' ``nbytes`` (heap capacity included) and what tracemalloc saw
-allocated while the store was built (numpy reports its buffers to tracemalloc).
+looked up ``--rounds`` times; the median time is reported, with the keys' recent level
+empty (right after a merge) and half full (its usual state in a crawl). Memory per entry
+is reported twice: the arrays' ``nbytes`` (the columns' room to grow included, the ETags'
+``str`` objects left out) and what tracemalloc saw allocated while the store was built
+(numpy and CPython report their allocations to tracemalloc).
 
 Validator mixes (``--mix``, all by default):
 
@@ -18,11 +19,10 @@ Validator mixes (``--mix``, all by default):
   for short ETags).
 * ``all-md5``: every entry has a 34-character MD5 ETag, Last-Modified and a freshness.
 
-Columns: ``B/entry`` the arrays' nbytes (columns, radix directory, heap capacity) per
-entry, ``used`` the same with the heap bytes in use, ``traced`` tracemalloc's current total
+Columns: ``B/entry`` the arrays' nbytes per entry, ``traced`` tracemalloc's current total
 after the build, ``peak`` its peak during the build (a 10^6-row batch's temporaries
 included); ``lookup ms`` median, min and 90th percentile of one schedule's lookup, with the
-delta level empty and (``delta½``) half full; ``plan ms`` the whole of what the crawl does
+recent level empty and (``recent½``) half full; ``plan ms`` the whole of what the crawl does
 per schedule (``bspcrawl.index.archive.Archive.plan``: the lookup, then If-None-Match /
 If-Modified-Since header lines for the stored URLs that are not fresh and a result for each
 fresh one), median and 90th percentile.
@@ -46,8 +46,9 @@ from pathlib import Path
 import numpy as np
 
 from bspcrawl.index.archive import Archive
-from bspcrawl.index.validators import DELTA_MAX, ValidatorStore
+from bspcrawl.index.validators import ValidatorStore
 from bspcrawl.messages import FetchJob
+from bspcrawl.sortedkeys import RECENT_MAX
 
 EPOCH = 1_700_000_000
 NOW = EPOCH + 60 * 86400  # when the schedules are planned: two months after the fetches
@@ -150,21 +151,20 @@ def run(mix: str, entries: int, lookups: int, rounds: int, hit: float, seed: int
     store = ValidatorStore()
     for args in todo:
         store.update(*args)
-    store.merge()
+    store._keys.merge()
     build_s = time.perf_counter() - t0
     del todo, args
     gc.collect()
     traced, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    heap_used, heap_capacity = store.heap_used, len(store._heap)
     nbytes = store.nbytes
     queries = [schedule(rng, fps, lookups, hit) for _ in range(rounds)]
     store.lookup(queries[0])  # warm up
     empty = time_lookups(store, queries)
     plans = time_plans(store, queries, NOW)
-    extra = rng.integers(-(2**63), 2**63 - 1, DELTA_MAX // 2, dtype=np.int64)
+    extra = rng.integers(-(2**63), 2**63 - 1, RECENT_MAX // 2, dtype=np.int64)
     half = np.concatenate([extra[: len(extra) // 2], rng.choice(fps, len(extra) // 2)])
-    for args in batches(rng, half, mix):  # half new URLs, half revisits: delta half full
+    for args in batches(rng, half, mix):  # half new URLs, half revisits: recent half full
         store.update(*args)
     half_full = time_lookups(store, queries)
     found = store.lookup(queries[0])
@@ -176,18 +176,16 @@ def run(mix: str, entries: int, lookups: int, rounds: int, hit: float, seed: int
         "rounds": rounds,
         "found_per_schedule": int(found.found.sum()),
         "bytes_per_entry_nbytes": nbytes / entries,
-        "bytes_per_entry_used": (nbytes - heap_capacity + heap_used) / entries,
         "bytes_per_entry_tracemalloc": traced / entries,
         "tracemalloc_peak_per_entry": peak / entries,
-        "bytes_per_entry_heap_used": (heap_used - 1) / entries,
         "build_s": build_s,
         "lookup_ms_median": 1000 * statistics.median(empty),
         "lookup_ms_min": 1000 * min(empty),
         "lookup_ms_p90": 1000 * float(np.percentile(empty, 90)),
         "plan_ms_median": 1000 * statistics.median(plans),
         "plan_ms_p90": 1000 * float(np.percentile(plans, 90)),
-        "lookup_ms_median_delta_half": 1000 * statistics.median(half_full),
-        "lookup_ms_p90_delta_half": 1000 * float(np.percentile(half_full, 90)),
+        "lookup_ms_median_recent_half": 1000 * statistics.median(half_full),
+        "lookup_ms_p90_recent_half": 1000 * float(np.percentile(half_full, 90)),
     }
 
 
@@ -208,19 +206,19 @@ def main() -> None:
         rows.append(run(mix, a.entries, a.lookups, a.rounds, a.hit, a.seed))
         print(f"{mix}: done in {rows[-1]['build_s']:.0f} s", file=sys.stderr, flush=True)
         gc.collect()
-    head = (f"{'mix':<13} {'B/entry':>8} {'used':>6} {'traced':>7} {'peak':>6} "
-            f"{'build s':>8} {'lookup ms':>10} {'min':>6} {'p90':>6} {'delta½ ms':>10} "
+    head = (f"{'mix':<13} {'B/entry':>8} {'traced':>7} {'peak':>6} "
+            f"{'build s':>8} {'lookup ms':>10} {'min':>6} {'p90':>6} {'recent½ ms':>10} "
             f"{'p90':>6} {'plan ms':>8} {'p90':>6}")
     print(f"{a.entries:,} entries, {a.lookups:,} lookups ({a.hit:.0%} stored), "
           f"median of {a.rounds} rounds")
     print(head)
     for r in rows:
         print(f"{r['mix']:<13} {r['bytes_per_entry_nbytes']:>8.1f} "
-              f"{r['bytes_per_entry_used']:>6.1f} {r['bytes_per_entry_tracemalloc']:>7.1f} "
+              f"{r['bytes_per_entry_tracemalloc']:>7.1f} "
               f"{r['tracemalloc_peak_per_entry']:>6.1f} {r['build_s']:>8.1f} "
               f"{r['lookup_ms_median']:>10.2f} {r['lookup_ms_min']:>6.2f} "
               f"{r['lookup_ms_p90']:>6.2f} "
-              f"{r['lookup_ms_median_delta_half']:>10.2f} {r['lookup_ms_p90_delta_half']:>6.2f} "
+              f"{r['lookup_ms_median_recent_half']:>10.2f} {r['lookup_ms_p90_recent_half']:>6.2f} "
               f"{r['plan_ms_median']:>8.2f} {r['plan_ms_p90']:>6.2f}")
     a.out.parent.mkdir(parents=True, exist_ok=True)
     meta = {"python": platform.python_version(), "numpy": np.__version__,
