@@ -16,12 +16,11 @@ from bspcrawl.index.validators import (
     UINT32_MAX,
     Validators,
     ValidatorStore,
-    conditional_headers,
-    fresh,
     fresh_until,
     parse_cache_control,
     parse_etag,
     parse_http_date,
+    revalidate,
 )
 from tests.machines import machine_test
 
@@ -114,15 +113,18 @@ def test_fresh_until(headers, until):
     assert fresh_until(headers, T) == until
 
 
-def test_from_response_and_conditional_headers():
+def test_from_response_and_revalidation():
     headers = {"etag": 'W/"5e1f-4a3b"', "last-modified": "Sun, 06 Nov 1994 08:49:37 GMT",
                "cache-control": "max-age=100"}
     row = Validators.from_response(headers, T + 1000.7, content_fp=2**64 - 1)
     assert row == Validators('W/"5e1f-4a3b"', T, T + 1100, T + 1000, 2**64 - 1)
-    assert conditional_headers(row) == [
-        'If-None-Match: W/"5e1f-4a3b"', "If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT"]
-    assert fresh(row, T + 1099) and not fresh(row, T + 1100) and not fresh(None, 0)
-    assert conditional_headers(None) == [] == conditional_headers(Validators())
+    assert revalidate(row.etag, row.last_modified) == (
+        'If-None-Match: W/"5e1f-4a3b"', "If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT")
+    assert revalidate("", 0) == ()
+    store = ValidatorStore()
+    put(store, [(1, row)])
+    assert store.lookup([1, 2]).fresh(T + 1099).tolist() == [True, False]
+    assert not store.lookup([1]).fresh(T + 1100).any()
     # A 304 that repeats nothing keeps the validators, the body and the lifetime.
     again = Validators.from_response({}, T + 5000, previous=row)
     assert again == Validators('W/"5e1f-4a3b"', T, T + 5100, T + 5000, 2**64 - 1)
@@ -166,7 +168,8 @@ class StoreMachine(RuleBasedStateMachine):
         assert found.found.tolist() == [fp in self.model for fp in fps]
         assert [found.row(i) for i in range(len(fps))] == [self.model.get(fp) for fp in fps]
         now = T
-        assert found.fresh(now).tolist() == [fresh(self.model.get(fp), now) for fp in fps]
+        assert found.fresh(now).tolist() == [
+            fp in self.model and self.model[fp].expires > now for fp in fps]
 
     @rule(fp=FPS)
     def get(self, fp: int) -> None:

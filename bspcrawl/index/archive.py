@@ -109,7 +109,7 @@ class Archive:
         if not len(self.validators):
             return []
         found = self.validators.lookup(np.array([j.fp for j in jobs], np.int64))
-        fresh = found.expires > now
+        fresh = found.fresh(now)
         etags, modified = found.etag, found.last_modified.tolist()
         for i in np.flatnonzero(found.found & ~fresh).tolist():
             jobs[i].headers = revalidate(etags[i], modified[i])
@@ -288,23 +288,10 @@ def own_files(out: Path, rank: int) -> list[str]:
 def split(f: h5py.File, segment: h5py.File) -> None:
     """Turn a joined rank file's archive back into segment rows (inverse of :func:`join`,
     for resuming a crawl that stopped and joined its files)."""
-    history = History.load(f["history"])
-    store = ValidatorStore.load(f["validators"])
     own = f"{WARC_DIR}/rank-"
     files = [p for p in f["warc/files"].asstr()[:].tolist() if not p.startswith(own)]
-    write_rows(segment, {name: history.column(name) for name in FIELDS},
-               validator_rows(store, store.fingerprints()), files)
-
-
-def validator_rows(store: ValidatorStore, fps: np.ndarray) -> dict[str, list]:
-    """The rows of ``store`` for those of ``fps`` it holds, column by column
-    (``VALIDATOR_FIELDS``), as :func:`write_rows` takes them."""
-    found = store.lookup(fps)
-    keep = np.flatnonzero(found.found)
-    columns = {"fp": fps[keep].tolist(), "etag": [found.etag[i] for i in keep.tolist()]}
-    for name in VALIDATOR_FIELDS[2:]:
-        columns[name] = getattr(found, name)[keep].tolist()
-    return columns
+    write_rows(segment, {name: f["history"][name][:] for name in FIELDS},
+               read_validators(f), files)
 
 
 def previous_hosts(previous: Path) -> np.ndarray:
@@ -328,20 +315,20 @@ def carry(previous: Path, out: Path, owns: Callable[[int], bool], segment: h5py.
         with h5py.File(path, "r") as f:
             if "history" not in f:
                 continue
-            history = History.load(f["history"])
-            store = ValidatorStore.load(f["validators"])
+            history = {name: f["history"][name][:] for name in FIELDS}
             theirs = f["warc/files"].asstr()[:].tolist()
-        host = history.column("host")
-        hosts, at = np.unique(host, return_inverse=True)
+            stored = read_validators(f)
+        hosts, at = np.unique(history["host"], return_inverse=True)
         owned = np.array([owns(h) for h in hosts.tolist()], bool)
-        mine = owned[at] if len(host) else np.zeros(0, bool)
+        mine = owned[at] if len(at) else np.zeros(0, bool)
         for name in FIELDS:
-            rows[name].append(history.column(name)[mine])
+            rows[name].append(history[name][mine])
         warc_file = rows["warc_file"][-1]
         warc_file[warc_file >= 0] += len(files)
         files += [os.path.relpath(previous / p, out) for p in theirs]
-        for name, column in validator_rows(store, np.unique(rows["url_fp"][-1])).items():
-            validators[name].extend(column)
+        keep = np.isin(stored["fp"], rows["url_fp"][-1])
+        for name in VALIDATOR_FIELDS:
+            validators[name].extend(np.asarray(stored[name])[keep].tolist())
     history = {name: np.concatenate(c) if c else np.zeros(0, FIELDS[name])
                for name, c in rows.items()}
     write_rows(segment, history, validators, files)

@@ -182,29 +182,20 @@ class Validators:
         return cls(etag, modified, until, now, content_fp)
 
 
-def conditional_headers(row: Validators | None) -> list[str]:
-    """The request header lines (pycurl HTTPHEADER form) that revalidate ``row``.
+def revalidate(etag: str, last_modified: int) -> tuple[str, ...]:
+    """The request header lines (pycurl HTTPHEADER form) that revalidate a URL of that ETag
+    ('' none) and Last-Modified (0 none).
 
     Both validators are sent when known: a server that knows ETags ignores
     If-Modified-Since next to If-None-Match (RFC 9110 13.1.3), one that does not uses it.
 
-    >>> conditional_headers(Validators(etag='"5e1f-4a3b"', last_modified=784111777))
-    ['If-None-Match: "5e1f-4a3b"', 'If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT']
+    >>> revalidate('"5e1f-4a3b"', 784111777)
+    ('If-None-Match: "5e1f-4a3b"', 'If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT')
     """
-    return list(revalidate(row.etag, row.last_modified)) if row is not None else []
-
-
-def revalidate(etag: str, last_modified: int) -> tuple[str, ...]:
-    """:func:`conditional_headers` of an ETag ('' none) and a Last-Modified (0 none)."""
     if not last_modified:
         return (f"If-None-Match: {etag}",) if etag else ()
     since = f"If-Modified-Since: {format_http_date(last_modified)}"
     return (f"If-None-Match: {etag}", since) if etag else (since,)
-
-
-def fresh(row: Validators | None, now: float) -> bool:
-    """Whether ``row`` may be reused at ``now`` without fetching (Expires/max-age ahead)."""
-    return row is not None and row.expires > now
 
 
 # ------------------------------------------------------------------------- the store
@@ -262,7 +253,7 @@ class ValidatorStore:
 
     API by role:
 
-    * fill: :meth:`update` (a batch, e.g. one committed schedule), :meth:`add` (one row)
+    * fill: :meth:`update` (a batch, e.g. one committed schedule)
     * query: :meth:`lookup` (one schedule, vectorised), :meth:`get`, :meth:`fingerprints`,
       ``len()``
     * disk: :meth:`save` into an HDF5 group, :meth:`load` back (exact round trip)
@@ -319,11 +310,6 @@ class ValidatorStore:
         for name, column in cols.items():
             self._cols[name] = grown(self._cols[name], len(self._keys))
             self._cols[name][rows] = column[keep]
-
-    def add(self, fp: int, row: Validators) -> None:
-        """Store one URL's row (a batch of one: prefer :meth:`update` for many)."""
-        self.update([fp], [row.etag], [row.last_modified], [row.expires], [row.fetched],
-                    [row.content_fp])
 
     def lookup(self, fps: Sequence[int] | np.ndarray) -> Found:
         """The rows of ``fps`` (one schedule): O(k log n) vectorised, k = len(fps)."""
