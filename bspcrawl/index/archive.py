@@ -53,7 +53,7 @@ from bspcrawl.index.columns import concat
 from bspcrawl.index.history import FIELDS, History, Version
 from bspcrawl.index.history import FORMAT as HISTORY_FORMAT
 from bspcrawl.index.history import VERSION as HISTORY_VERSION
-from bspcrawl.index.validators import Validators, ValidatorStore, revalidate
+from bspcrawl.index.validators import Validators, ValidatorStore, check_saved, revalidate
 from bspcrawl.index.warc import (
     Archived,
     WarcWriter,
@@ -317,6 +317,7 @@ def carry(previous: Path, out: Path, owns: Callable[[int], bool], segment: h5py.
                 continue
             history = {name: f["history"][name][:] for name in FIELDS}
             theirs = f["warc/files"].asstr()[:].tolist()
+            check_saved(f["validators"])
             stored = read_validators(f)
         hosts, at = np.unique(history["host"], return_inverse=True)
         owned = np.array([owns(h) for h in hosts.tolist()], bool)

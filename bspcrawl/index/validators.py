@@ -248,6 +248,13 @@ def _last_of_each(fps: np.ndarray) -> np.ndarray:
     return order[last]
 
 
+def check_saved(group: h5py.Group) -> None:
+    """Raise ValueError unless ``group`` is what :meth:`ValidatorStore.save` writes (an
+    older bspcrawl's layout included)."""
+    if group.attrs.get("format") != FORMAT or int(group.attrs.get("version", 0)) != VERSION:
+        raise ValueError(f"{group.name}: not a {FORMAT} group (version {VERSION})")
+
+
 class ValidatorStore:
     """Per-URL validators of one rank (see the module docstring for the layout).
 
@@ -346,8 +353,7 @@ class ValidatorStore:
     @classmethod
     def load(cls, group: h5py.Group) -> ValidatorStore:
         """The store :meth:`save` wrote into ``group``; ValueError if it is not one."""
-        if group.attrs.get("format") != FORMAT or int(group.attrs.get("version", 0)) != VERSION:
-            raise ValueError(f"{group.name}: not a {FORMAT} group (version {VERSION})")
+        check_saved(group)
         fp = group["fp"][:]
         cols = {name: (group[name].asstr()[:].astype(object) if dtype is object
                        else group[name][:].astype(dtype)) for name, dtype in COLUMNS.items()}
