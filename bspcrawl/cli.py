@@ -130,6 +130,7 @@ def _previous(previous: Path, out: Path, seeds: list[str]) -> tuple[str, list[st
     """Check the crawl a recrawl follows; its absolute path, and the seeds (``seeds``,
     or the previous crawl's own when none are given)."""
     from bspcrawl.index.inspect import open_crawl
+    from bspcrawl.index.validators import check_saved
 
     if previous.resolve() == out.resolve():
         raise UsageError(f"--recrawl {previous}: recrawl into a new --out, not into the "
@@ -141,10 +142,11 @@ def _previous(previous: Path, out: Path, seeds: list[str]) -> tuple[str, list[st
                 raise UsageError(f"--recrawl {previous}: that crawl kept no history "
                                  "(bspcrawl before 0.2); crawl it afresh")
             for g in ranks:  # what every rank will carry, read once here
+                check_saved(g["validators"])
                 for name in ("history", "validators"):
-                    for column in g[name].values() if name in g else ():
+                    for column in g[name].values():
                         column[()]
-        except (OSError, KeyError) as e:  # a damaged file (truncated, edited)
+        except (OSError, KeyError, ValueError) as e:  # damaged (truncated, edited) or older
             raise UsageError(f"--recrawl {previous}: cannot read that crawl: {e}") from None
         return str(previous.resolve()), seeds or str(f.attrs["seeds"]).split()
 

@@ -146,8 +146,16 @@ def test_no_warc_keeps_history_without_bodies(tmp_path):
     assert len(history_times(tmp_path / "again", url)) == 2
     failed = inspect(tmp_path / "plain", "--body", url)
     assert failed.returncode == 2 and b"no body was kept" in failed.stderr
-    rank_file = tmp_path / "plain" / "rank-0000.h5"  # cut short: a full disk, a copy stopped
-    with rank_file.open("r+b") as f:
+    rank_file = tmp_path / "plain" / "rank-0000.h5"
+    with h5py.File(rank_file, "r+") as f:  # validators in an older bspcrawl's layout
+        f["validators"].attrs["version"] = 1
+    older = subprocess.run(
+        [PY, "-m", "bspcrawl", "run", "--recrawl", str(tmp_path / "plain"), "--out",
+         str(tmp_path / "older"), "--allow-net", "127.0.0.0/8", "--progress", "none"],
+        capture_output=True, text=True, timeout=120)
+    assert older.returncode == 2 and older.stderr.count("\n") == 1, older.stderr
+    assert "bspcrawl-validators" in older.stderr and not (tmp_path / "older").exists()
+    with rank_file.open("r+b") as f:  # cut short: a full disk, a copy stopped
         f.truncate(rank_file.stat().st_size // 2)
     damaged = subprocess.run(
         [PY, "-m", "bspcrawl", "run", "--recrawl", str(tmp_path / "plain"), "--out",
