@@ -3,7 +3,7 @@
 This ties together :mod:`~bspcrawl.index.validators` (what each URL's last response said
 about caching), :mod:`~bspcrawl.index.history` (every fetched version of each URL) and
 :mod:`~bspcrawl.index.warc` (the bodies) for the crawl loop, after Yioop's cache history
-and validation (Kukreti, 2013):
+and validation (A. Kukreti, "Yioop full historical indexing in cache navigation", 2013):
 
 * :meth:`Archive.plan`, once per schedule: one batch lookup of the schedule's URLs in
   the validator store. A URL whose archived copy is still fresh (``Expires`` or

@@ -1,11 +1,11 @@
 """The history of every URL: each fetched version, where its body is, nearest-in-time lookup.
 
-After the cache history of the Yioop search engine (Kukreti, 2013): every version of a
-page the crawler fetched is kept, the versions of a URL are listed by year and month, and
-a request for a date is answered with the version nearest to it, as the Wayback Machine
-does. Yioop kept them as cache files per crawl; here one rank's history is a set of
-append-only columns (one row per fetch, in commit order) and the body of a version lives in
-a WARC record (:mod:`bspcrawl.index.warc`)::
+After the cache history of the Yioop search engine (A. Kukreti, "Yioop full historical
+indexing in cache navigation", 2013): every version of a page the crawler fetched is kept,
+the versions of a URL are listed by year and month, and a request for a date is answered
+with the version nearest to it, as the Wayback Machine does. Yioop kept them as cache files
+per crawl; here one rank's history is a set of append-only columns (one row per fetch, in
+commit order) and the body of a version lives in a WARC record (:mod:`bspcrawl.index.warc`)::
 
     row  url_fp  time          status  content_fp  warc_file  warc_offset  warc_length
     0    42      1704067200.5  200     0x9e..      0          1183         5120

@@ -1,11 +1,12 @@
 """Cache validators of one rank's URLs: ETag, Last-Modified, freshness, last fetch, content.
 
-After the cache page validation of the Yioop search engine (Kukreti, 2013): when a
-schedule is built, every URL's validators are looked up; a URL still *fresh* (``Expires``
-or ``Cache-Control: max-age`` in the future) is not fetched, the others are fetched with
-``If-None-Match`` / ``If-Modified-Since`` so that an unchanged page costs a 304 and no
-body. The lookup of a whole schedule is one batch search of a
-:class:`~bspcrawl.sortedkeys.SortedKeys`, not one tree walk per URL.
+After the cache page validation of the Yioop search engine (A. Kukreti, "Yioop full
+historical indexing in cache navigation", 2013): when a schedule is built, every URL's
+validators are looked up; a URL still *fresh* (``Expires`` or ``Cache-Control: max-age`` in
+the future) is not fetched, the others are fetched with ``If-None-Match`` /
+``If-Modified-Since`` so that an unchanged page costs a 304 and no body. The lookup of a
+whole schedule is one batch search of a :class:`~bspcrawl.sortedkeys.SortedKeys`, not one
+tree walk per URL.
 
 **Layout**: the URL fingerprints are the keys of a ``SortedKeys``; the row it gives each
 URL indexes five parallel columns, overwritten in place when the URL is fetched again::
