@@ -64,14 +64,13 @@ def barrier(comm: MPI.Comm) -> None:
 @dataclass(slots=True)
 class Synced:
     """What :func:`sync` tells a rank: the bytes each rank sends it, the number of new
-    hosts each rank found, whether any rank sends links at all, the counters summed over
-    every rank, and each rank's (a row each, in rank order)."""
+    hosts each rank found, whether any rank sends links at all, and the counters summed
+    over every rank."""
 
     recv_counts: np.ndarray
     found: np.ndarray
     any_sent: bool
     totals: np.ndarray
-    each: np.ndarray
 
 
 def sync(comm: MPI.Comm, send_counts: np.ndarray, new_hosts: int,
@@ -85,7 +84,7 @@ def sync(comm: MPI.Comm, send_counts: np.ndarray, new_hosts: int,
     recv = np.empty_like(send)
     wait([comm.Ialltoall(send, recv)])
     return Synced(recv[:, 0].copy(), recv[:, 2].copy(), bool(recv[:, 1].any()),
-                  recv[:, 3:].sum(axis=0), recv[:, 3:])
+                  recv[:, 3:].sum(axis=0))
 
 
 def announce(comm: MPI.Comm, new_hosts: np.ndarray, found: np.ndarray) -> np.ndarray:

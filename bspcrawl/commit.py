@@ -1,8 +1,7 @@
 """The commit pipeline: one fetched page, in schedule order, into the rank's index.
 
 The sequence window (``index/window.py``) releases results in the order they were
-scheduled; each page result then goes through, on the scheduler's thread (one thread of
-Python work per process, DESIGN.md):
+scheduled; each page result then goes through, on the scheduler's thread:
 
 1. **restore**: a 304 or a page still fresh gets its archived body back
    (``index/archive.py``), so it is parsed and indexed as if fetched again;
@@ -12,13 +11,12 @@ Python work per process, DESIGN.md):
    ``nofollow`` / ``noindex`` / ``none`` drop its links or its terms;
 3. **terms**: the text's term counts (``index/terms.py``), and for the index for ranking
    those of its title and headings (``index/ranking.py``); steps 2 and 3 are the page's
-   analysis (``analysis.py``), done here or, with ``--parse-processes``, by a helper
-   process as soon as the fetch ends (:meth:`Committer.prepare`);
+   analysis (``analysis.py``), made here or, with ``--parse-processes``, by a worker
+   process from the end of the page's fetch (:meth:`Committer.prepare`) to its commit;
    a page's links past ``--crawl-max-outlinks``, and past ``--crawl-max-page-hosts``
    distinct hosts, are dropped (a link flood's cost stays bounded: one 2 MiB page can hold
    144,000 links, or links to 114,000 subdomains);
-4. **archive**: WARC records, a history row and validators (``index/archive.py``); in a
-   run of commits (:meth:`Committer.run`), after the run's other steps;
+4. **archive**: WARC records, a history row and validators (``index/archive.py``);
 5. **store**: the page row, its out-links' fingerprints and its postings, with the next
    dense doc id (``index/store.py``), and its weighted postings for search.
 
@@ -30,13 +28,13 @@ robots.txt answers are not pages: the scheduler hands them to the frontier, neve
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from concurrent.futures import Future
 
 import numpy as np
 import xxhash
 
-from bspcrawl.analysis import Analysis, AnalysisPool, LinkKeys, analyse, analyse_many
+from bspcrawl.analysis import Analysis, LinkKeys, Pool, analyse
 from bspcrawl.counters import Stats
 from bspcrawl.index.archive import Archive
 from bspcrawl.index.store import RankStore
@@ -72,7 +70,6 @@ def charset(content_type: str) -> str | None:
 
 
 SENT_MEMO = 1 << 18  # links remembered as sent (about 100 bytes each)
-AHEAD = 32  # pages of a released schedule analysed before their commits (analyse_ahead)
 
 
 class Committer:
@@ -82,71 +79,38 @@ class Committer:
     ``X-Robots-Tag`` lines; a page's links past ``max_outlinks``, and its links to hosts
     past ``max_hosts`` distinct ones (0: no limit), are dropped, in document order, and
     counted in ``stats`` (``commit/outlinks_cut``, ``commit/hosts_cut``). ``pool``: the
-    helper processes that analyse pages ahead (``analysis.py``), if any.
+    worker processes that analyse pages ahead of their commit (``analysis.py``), if any.
     """
 
     def __init__(self, archive: Archive, store: RankStore, agent_token: str,
                  keys: LinkKeys, max_outlinks: int = 0,
                  stats: Stats | None = None, max_hosts: int = 0,
-                 pool: AnalysisPool | None = None) -> None:
+                 pool: Pool | None = None) -> None:
         self.archive, self.store, self.agent_token = archive, store, agent_token
         self.keys, self.max_outlinks = keys, max_outlinks
         self.max_hosts, self.pool = max_hosts, pool
         self.stats = Stats() if stats is None else stats
         self.cache = LinkCache()
         self.sent: dict[int, int] = {}  # fingerprint -> least depth sent (_unsent)
-        self.ahead: dict[int, Analysis] = {}  # id(result) -> analysis (analyse_ahead)
-        self.due: list[tuple[FetchResult, int, int, int]] | None = None  # (run)
+        # id(result) -> (the result, its analysis under way in the pool)
+        self.ahead: dict[int, tuple[FetchResult, Future[Analysis]]] = {}
 
     def prepare(self, result: FetchResult) -> None:
         """Have the pool analyse *result*'s page now, if it is an HTML page fetched."""
         if self.pool is not None and _fetched_page(result):
-            self.pool.submit(result, *self._input(result))
-
-    def analyse_ahead(self, results: Sequence[FetchResult]) -> None:
-        """Analyse the pages of *results* (the next ones to commit, in order) that no
-        helper has, stage by stage (``analysis.analyse_many``), before their commits. A
-        page's analysis then its WARC records, page after page, evict each other's working
-        sets from the caches (the records' compression most): replayed, the analysis and
-        records of pages of 9 KB took 592 µs a page interleaved, 488 in runs (pandas'
-        pages: 2,500 and 2,360)."""
-        pages = [r for r in results if _fetched_page(r)]
-
-        def here(those: list[FetchResult]) -> list[Analysis | None]:
-            return analyse_many([self._input(r) for r in those], self.cache, self.keys)
-
-        made = here(pages) if self.pool is None else self.pool.claim(pages, here)
-        for result, analysis in zip(pages, made, strict=True):
-            if analysis is not None:
-                self.ahead[id(result)] = analysis
-
-    @contextlib.contextmanager
-    def run(self) -> Iterator[None]:
-        """Commits whose archiving (WARC records, history row, validators) is done at the
-        end of the block, page after page: interleaved with the rest of each commit it
-        evicted that work's caches, and the other way round (replayed with the analyses
-        made ahead, as by helpers: 238 -> 201 µs a page of 9 KB, 566 -> 491 on pandas'
-        pages). Not when the archive may write revisits: a page's restore reads the
-        history that earlier pages' archiving updates."""
-        if self.archive.revisits:
-            yield
-            return
-        self.due = []
-        try:
-            yield
-        finally:  # (a commit that raised: no more deferring, nothing archived)
-            due, self.due = self.due, None
-        for args in due:
-            self.archive.record(*args)
+            future = self.pool.submit(*self._input(result))
+            if future is not None:
+                self.ahead[id(result)] = (result, future)
 
     def discard(self, result: FetchResult) -> None:
-        """*result* will not be committed (its analysis, if asked for, is dropped)."""
-        self.ahead.pop(id(result), None)
-        if self.pool is not None:
-            self.pool.discard(result)
+        """*result* will not be committed: its analysis, if under way, is dropped."""
+        ahead = self.ahead.pop(id(result), None)
+        if ahead is not None:
+            ahead[1].cancel()
 
     def close(self) -> None:
-        """End the helper processes, if any."""
+        """End the worker processes, if any."""
+        self.ahead.clear()
         if self.pool is not None:
             self.pool.close()
 
@@ -163,21 +127,15 @@ class Committer:
         return (result.body, result.job.url, charset(result.content_type),
                 self._indexed(result)[1])
 
-    def _analysis(self, result: FetchResult, index: bool) -> Analysis:
-        """The analysis of *result*'s page: made ahead, the pool's, else made here."""
-        done = self.ahead.pop(id(result), None)
-        if done is not None:
-            return done
-        if self.pool is None:
-            return self._here(result, index)
-        done = self.pool.take(result, lambda: self._here(result, index))
-        assert done is not None  # (here() makes one where no helper did)
-        return done
+    def _analysis(self, result: FetchResult) -> Analysis:
+        """The analysis of *result*'s page: the pool's if it has it, else made here."""
+        def here() -> Analysis:
+            return analyse(*self._input(result), self.cache, self.keys)
 
-    def _here(self, result: FetchResult, index: bool) -> Analysis:
-        """*result*'s page analysed in this thread."""
-        return analyse(result.body, result.job.url, charset(result.content_type), index,
-                       self.cache, self.keys)
+        ahead = self.ahead.pop(id(result), None)
+        if ahead is None or self.pool is None:
+            return here()
+        return self.pool.result(ahead[1], here)
 
     def commit(self, result: FetchResult) -> list[Link]:
         """Commit one page result; returns the links it yields (a redirect's target, or
@@ -195,9 +153,8 @@ class Committer:
             if redirect:
                 links.append(Link(redirect, job.depth, job.hops + 1))
         elif (200 <= result.status < 300 or result.revisit) and is_html(result):
-            follow, index = self._indexed(result)
-            page, terms, parts, fingerprint, pairs, fps = self._analysis(result, index)
-            if follow:
+            page, terms, parts, fingerprint, pairs, fps = self._analysis(result)
+            if self._indexed(result)[0]:
                 found, anchors = page.links, page.anchors
                 if self.max_outlinks and len(found) > self.max_outlinks:
                     self.stats["commit/outlinks_cut"] += len(found) - self.max_outlinks
@@ -209,10 +166,7 @@ class Committer:
                 fps = EMPTY.sequence
         links += self._unsent(found, fps.tolist(), job.depth + 1, anchors)
         content_fp = xxhash.xxh3_64_intdigest(result.body) if result.body else 0
-        if self.due is None:
-            self.archive.record(result, job.fp, host_hash(job.host), content_fp)
-        else:
-            self.due.append((result, job.fp, host_hash(job.host), content_fp))
+        self.archive.record(result, job.fp, host_hash(job.host), content_fp)
         title, parted = ("", None) if page is None or parts is None else (
             page.title, fields(page, parts))
         self.store.commit(result, job.fp, redirect, fps, terms, content_fp, fingerprint,
@@ -239,8 +193,7 @@ class Committer:
         smaller depth could change its fate. On documentation sites 95% of the links
         found are the same navigation links again, so this memo (key -> depth,
         cleared when it holds ``SENT_MEMO`` entries) spares their encoding, exchange and
-        seen-set checks (and, with helpers, their strings: ``analysis.Strings``); the crawl
-        is the same with it or without.
+        seen-set checks; the crawl is the same with it or without.
         """
         sent = self.sent
         if len(sent) > SENT_MEMO:

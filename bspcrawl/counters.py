@@ -49,7 +49,7 @@ COUNTERS: tuple[Counter, ...] = (
             "schedule, for a result while every host rested, and in collectives",
             seconds=True),
     Counter("time/helpers", STEP, "seconds the superstep's commits waited for the parse "
-            "helpers' analyses, or made those no helper had room for", seconds=True),
+            "workers' analyses (--parse-processes)", seconds=True),
     Counter("pages/committed", TOTAL, "pages committed to the index (doc ids given)",
             synced=True),
     Counter("pages/ok", TOTAL, "committed pages answered 2xx, 304 or still fresh", synced=True),
@@ -70,10 +70,10 @@ COUNTERS: tuple[Counter, ...] = (
             "their page"),
     Counter("commit/links_known", TOTAL, "links not sent: this rank sent them already, "
             "at that depth or less"),
-    Counter("analysis/ahead", TOTAL, "pages analysed by a helper process before their "
+    Counter("analysis/ahead", TOTAL, "pages analysed by a parse worker before their "
             "commit (--parse-processes)"),
-    Counter("analysis/helpers_lost", TOTAL, "helper processes that died or hung (their "
-            "pages were analysed by the rank)"),
+    Counter("analysis/helpers_lost", TOTAL, "1: a parse worker died, the rank's pool was "
+            "shut down (the rank analysed its pages, and all later ones)"),
     Counter("frontier/host_cap", TOTAL, "URLs arrived past --max-host-pages of their host"),
     Counter("frontier/domain_cap", TOTAL, "URLs arrived past --max-domain-pages of their "
             "registered domain"),

@@ -36,12 +36,11 @@ fake clock and a fake fetcher.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from typing import Protocol
 
-from bspcrawl.commit import AHEAD, Committer
+from bspcrawl.commit import Committer
 from bspcrawl.counters import Stats
 from bspcrawl.frontier import Frontier
 from bspcrawl.index.archive import Archive
@@ -71,7 +70,6 @@ class FetcherLike(Protocol):
     def submit(self, jobs: list[FetchJob]) -> None: ...
     def get(self, timeout: float | None = None) -> FetchResult | None: ...
     def healthy(self, stall: float) -> bool: ...
-    def paused(self) -> contextlib.AbstractContextManager[None]: ...
     def withdraw(self) -> None: ...
     def close(self, wait: float = 10.0) -> None: ...
 
@@ -136,10 +134,10 @@ class Scheduler:
 
     def withdraw(self) -> None:
         """A stop (a signal, ``--max-seconds``): the fetch workers give back the jobs they
-        have not started, which may wait for a host's rest or backoff up to
-        ``--max-backoff``. The schedules before the first one with a job given back are
-        committed as their transfers end (at most ``--fetch-timeout``); that one and those
-        after it stay outstanding, and a checkpoint keeps their jobs to fetch on resume
+        have not started, which may wait for a host's rest or a 429's backoff. The
+        schedules before the first one with a job given back are committed as their
+        transfers end (at most ``--fetch-timeout``); that one and those after it stay
+        outstanding, and a checkpoint keeps their jobs to fetch on resume
         (:meth:`unfinished`), as after a kill."""
         self.withdrawing = True
         self.fetcher.withdraw()
@@ -147,19 +145,11 @@ class Scheduler:
     def _release(self, draining: bool, links: list[Link]) -> None:
         """Commit the oldest outstanding schedule, waiting for its results."""
         seq = self.window.base
-        waited = self._wait_for(seq, draining)
-        # its results were in already: the commits are the bottleneck, the fetch thread
-        # keeps off the GIL meanwhile (Fetcher.paused); not when the rank waits for the
-        # network (pausing then delays the next transfers: 5% at 100 ms a response)
-        with contextlib.nullcontext() if waited else self.fetcher.paused():
-            for sched in self.window.release(upto=seq):
-                results = [r for r in sched.results if r is not DEFERRED]
-                for at in range(0, len(results), AHEAD):
-                    run = results[at:at + AHEAD]
-                    self.committer.analyse_ahead(run)
-                    with self.committer.run():
-                        for result in run:
-                            self._commit(result, links)
+        self._wait_for(seq, draining)
+        for sched in self.window.release(upto=seq):
+            for result in sched.results:
+                if result is not DEFERRED:
+                    self._commit(result, links)
 
     def _schedule(self, jobs: list[FetchJob], links: list[Link]) -> None:
         """Open this superstep's schedule of ``jobs`` and hand it out (fresh pages to the
@@ -198,7 +188,7 @@ class Scheduler:
 
     def _collect(self, timeout: float | None = None) -> None:
         """Deliver every finished result to the window (waiting up to ``timeout`` s for
-        the first one; None: do not wait), and have its page analysed ahead
+        the first one; None: do not wait), and have its page analysed ahead of its commit
         (``Committer.prepare``)."""
         result = self.fetcher.get(timeout)
         while result is not None:
@@ -212,14 +202,12 @@ class Scheduler:
                 self.committer.prepare(result)
             result = self.fetcher.get()
 
-    def _wait_for(self, seq: int, draining: bool) -> bool:
+    def _wait_for(self, seq: int, draining: bool) -> None:
         """Deliver results to the window until schedule ``seq`` is acknowledged, or defer
-        its stragglers after ``window_straggler_timeout`` (not while draining); True if
-        that meant waiting for results still on their way."""
+        its stragglers after ``window_straggler_timeout`` (not while draining)."""
         t0 = self.clock()
         timeout = self.settings.window_straggler_timeout
         self._collect()
-        waited = not self.window.acknowledged(seq)
         while not self.window.acknowledged(seq) and seq != self.held_from:
             self._supervise()
             if timeout and not draining and self.clock() - t0 >= timeout:
@@ -227,7 +215,6 @@ class Scheduler:
                 break
             self._collect(COLLECT_WAIT)
         self.stats["time/wait"] += self.clock() - t0
-        return waited
 
     def _supervise(self) -> None:
         """Replace a fetcher thread that died or hung and hand its unanswered jobs to the
@@ -274,6 +261,6 @@ class Scheduler:
         return jobs + list(self.window.deferred.values())
 
     def close(self) -> None:
-        """Stop the fetcher thread and the committer's helper processes."""
+        """Stop the fetcher thread and the committer's worker processes."""
         self.fetcher.close()
         self.committer.close()

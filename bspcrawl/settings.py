@@ -127,11 +127,9 @@ class Settings:
     index_flush_pages: int = _opt(2000, "pages buffered before an index segment is written")
     index_no_warc: bool = _opt(False, "keep no bodies (no WARC files; no revisits either)")
     index_parse_processes: int = _opt(
-        -1, "helper processes per rank that parse pages and count their terms while the rank "
-        "commits earlier ones (0: the rank does it; -1: two if the machine has a core to "
-        "spare for each rank, else one once the rank is busy while a core idles; more, up "
-        "to the rank's share of the cores or two, while the rank waits for them and a core "
-        "idles)")
+        -1, "worker processes per rank that parse pages and count their terms while the rank "
+        "commits earlier ones (0: the rank does it; -1: two if the cores this process may "
+        "run on give each rank of the machine two or more, else none)")
     index_weight_title: float = _opt(WEIGHTS["title"], "search: weight of a word of the "
                                      "<title> (Compass's tag weights; only their ratios to "
                                      "the body's matter)")

@@ -22,7 +22,6 @@ Only the main thread calls MPI (``bsp.py``); the fetch workers run in a backgrou
 
 from __future__ import annotations
 
-import contextlib
 import os
 import resource
 import signal
@@ -35,9 +34,9 @@ import numpy as np
 from mpi4py import MPI
 
 from bspcrawl import bsp, checkpoint
-from bspcrawl.analysis import AnalysisPool, LinkKeys, Spare, helpers_for
+from bspcrawl.analysis import LinkKeys, Pool, workers_for
 from bspcrawl.commit import Committer
-from bspcrawl.counters import SYNCED, Stats, synced
+from bspcrawl.counters import Stats, synced
 from bspcrawl.frontier import Frontier
 from bspcrawl.index.archive import Archive, previous_hosts
 from bspcrawl.index.output import SEEN_DIR, STOP_FILE
@@ -58,7 +57,6 @@ from bspcrawl.settings import Settings
 from bspcrawl.urls import host_key
 
 STOP_CHECK_S = 0.5  # seconds between looks for the stop file
-_FRONTIER, _UNRELEASED = SYNCED.index("frontier/size"), SYNCED.index("window/unreleased")
 
 
 class Board(Protocol):
@@ -132,8 +130,6 @@ class Crawl:
         self.superstep = 0
         self.retention = checkpoint.Retention(out, self.rank, self.frontier.queue.backlog)
         self.stop_requested = ""
-        self.node_ranks = 1  # the ranks on this machine (run() asks MPI)
-        self.others_free = False  # another rank had nothing to do at the last sync
         self.next_stop_check = 0.0
         if resume:
             self._restore(resume)
@@ -143,8 +139,8 @@ class Crawl:
         checkpoint every ``checkpoint_every`` supersteps and at the end."""
         s, start = self.settings, time.monotonic()
         self._fault(self.superstep, "start")
-        self.node_ranks = bsp.node_size(self.comm)  # collective
-        pool = self._helpers()
+        workers = workers_for(s.index_parse_processes, bsp.node_size(self.comm))
+        pool = Pool(workers, s.url_strip_params, self.stats) if workers else None
         committer = Committer(self.archive, self.store, s.agent_token,
                               LinkKeys(s.url_strip_params), s.crawl_max_outlinks, self.stats,
                               s.crawl_max_page_hosts, pool)
@@ -161,9 +157,6 @@ class Crawl:
                 links = self.scheduler.run(draining=bool(stopping))  # run
                 outbox = self.send_messages(links)                  # send_messages
                 g = self.sync(outbox, start)                        # sync
-                if pool is not None:  # (hurry: a core of the machine may be spare)
-                    pool.hurry = self.node_ranks == self.size and self.others_free
-                    pool.look(ended=True)
                 self.scheduler.idle_max = IDLE_MAX if g["scheduler/idle"] == self.size \
                     else IDLE_SLEEP
                 self.store.add_stats(self.stats.row(self.rank, k))
@@ -175,13 +168,10 @@ class Crawl:
                 if stopping in ("signal", "max_seconds") and not was:
                     self.scheduler.withdraw()  # a stop need not wait out hosts' rests
                 checkpoint_now = stopped or (s.checkpoint_every and k % s.checkpoint_every == 0)
-                if checkpoint_now or self.store.buffered >= s.index_flush_pages:
-                    # (the helpers go on with the pages fetched meanwhile)
-                    with contextlib.nullcontext() if pool is None else pool.meanwhile():
-                        if checkpoint_now:
-                            self._checkpoint(k)
-                        else:
-                            self.store.seal(k)
+                if checkpoint_now:
+                    self._checkpoint(k)
+                elif self.store.buffered >= s.index_flush_pages:
+                    self.store.seal(k)
                 self.superstep += 1
         finally:
             for sig, handler in old.items():
@@ -195,15 +185,6 @@ class Crawl:
         return Outcome(self.superstep, g["pages/committed"], g["pages/ok"], g["pages/errors"],
                        g["pages/bytes"], g["frontier/seen"], g["frontier/size"],
                        time.monotonic() - start, stopped)
-
-    def _helpers(self) -> AnalysisPool | None:
-        """The rank's parse helpers (``--parse-processes``), with, for the default, the rule
-        that gives it more later, up to the most it may have (``analysis.Spare``)."""
-        helpers, most = helpers_for(self.settings.index_parse_processes, self.node_ranks)
-        if most == 0:
-            return None
-        spare = Spare(time.monotonic(), most) if most > helpers else None
-        return AnalysisPool(helpers, self.stats, self.settings.url_strip_params, spare)
 
     def send_messages(self, links: list[Link]) -> Outbox:
         """Bucket the links found (and those held last superstep) by owner rank; links to
@@ -232,9 +213,6 @@ class Crawl:
         self.inbox = unpack(bsp.exchange(self.comm, outbox.buf, outbox.counts,
                                          agreed.recv_counts), agreed.recv_counts) \
             if agreed.any_sent else []
-        free = (agreed.each[:, _FRONTIER] == 0) & (agreed.each[:, _UNRELEASED] == 0)
-        free[self.rank] = False
-        self.others_free = bool(free.any())  # another rank has nothing to do
         self.stats["time/wait"] += time.monotonic() - t0
         return synced(agreed.totals)
 

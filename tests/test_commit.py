@@ -4,7 +4,6 @@ read back from the rank file."""
 
 from __future__ import annotations
 
-import contextlib
 import random
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import xxhash
 from warcio.archiveiterator import ArchiveIterator
 
 from bspcrawl import analysis, commit
-from bspcrawl.analysis import LinkKeys
+from bspcrawl.analysis import LinkKeys, Pool
 from bspcrawl.commit import Committer, charset, is_html
 from bspcrawl.frontier import Frontier
 from bspcrawl.index.archive import Archive
@@ -238,18 +237,6 @@ def test_a_304_restores_a_body_from_the_warc_file_being_written(tmp_path):
     assert rank.committer.commit(result) == sent(PAGE_LINKS, 3)
 
 
-def test_a_run_archives_each_page_at_once_when_the_archive_keeps_revisits(tmp_path):
-    # a page's restore reads the history earlier pages' archiving wrote: no deferring
-    rank = Rank(tmp_path, warc=True, revisits=True)
-    with rank.committer.run():
-        rank.commit()
-        assert rank.committer.due is None
-        rank.commit(status=304, body=b"", revisit=NOT_MODIFIED)
-    pages = rank.read()["pages"]
-    assert pages["revisit"].tolist() == [FETCHED, NOT_MODIFIED]
-    assert pages["length"].tolist() == [len(PAGE), len(PAGE)]  # its body restored
-
-
 def test_a_304_without_an_archived_body_is_committed_bodiless(tmp_path):
     rank = Rank(tmp_path, warc=False, revisits=True)
     result = FetchResult(rank.job("http://a.test/x"), status=304, started=T0)
@@ -324,59 +311,39 @@ def test_a_link_is_sent_once_unless_it_comes_again_shallower(tmp_path, monkeypat
 
 def test_link_keys_come_from_the_memo_as_the_frontier_gives_them(tmp_path, monkeypatch):
     rank = Rank(tmp_path)
-    calls = []
     keys = rank.committer.keys
-    hashed = analysis.key_fingerprints
-    monkeypatch.setattr(analysis, "key_fingerprints",
-                        lambda urls, strip: calls.append(list(urls)) or hashed(urls, strip))
     rng = random.Random(3)
-    pool = [f"http://a.test/p{i}?utm_source=x&q={i % 4}" for i in range(12)]
-    pages = [rng.sample(pool, rng.randint(0, 8)) for _ in range(40)]
-    for urls in pages:
-        assert keys(urls).tolist() == rank.frontier.fingerprints(urls).tolist()
-    asked = [url for batch in calls for url in batch]
-    assert sorted(asked) == sorted(set(asked)) and all(calls)  # each URL hashed once
-    monkeypatch.setattr(analysis, "KEY_MEMO", 5)  # past 5 entries the memo is cleared
-    for urls in pages:
-        assert keys(urls).tolist() == rank.frontier.fingerprints(urls).tolist()
-        assert len(keys.memo) <= 5 + len(urls)  # overshot by one page at most
+    urls = [f"http://a.test/p{i}?utm_source=x&q={i % 4}" for i in range(12)]
+    pages = [rng.sample(urls, rng.randint(0, 8)) for _ in range(40)]
+    for memo in (analysis.KEY_MEMO, 5):  # (past 5 entries the memo is cleared)
+        monkeypatch.setattr(analysis, "KEY_MEMO", memo)
+        for page in pages:
+            assert keys(page).tolist() == rank.frontier.fingerprints(page).tolist()
 
 
-def test_pages_analysed_ahead_commit_as_pages_analysed_at_their_commit(tmp_path, monkeypatch):
-    # a release analyses its pages in runs, then commits them, archiving them at the end
-    # of the run: the same rows, links, postings and WARC records, in the same order, as
-    # analysed and archived one at a time at their commit; an analysis made ahead is used
-    # once, and that of a result discarded instead is dropped
-    calls = []
-    one, many = commit.analyse, commit.analyse_many
-    monkeypatch.setattr(commit, "analyse", lambda *a: calls.append(a[1]) or one(*a))
-    monkeypatch.setattr(commit, "analyse_many", lambda pages, *a: calls.extend(
-        url for _, url, *_ in pages) or many(pages, *a))
+def test_pages_analysed_by_workers_commit_as_pages_analysed_at_their_commit(tmp_path):
+    # the same rows, links, postings and WARC records, in the same order, with a pool of
+    # workers as without; a result discarded instead of committed leaves nothing behind
     bodies = [PAGE, PAGE.replace(b"hello", b"bye"), b"%PDF-1.4", PAGE + b"<p>more words</p>"]
     types = ["text/html", "text/html", "application/pdf", "text/html"]
     read = []
-    for run, ahead in enumerate([False, True]):
+    for run, workers in enumerate([0, 1]):
         rank = Rank(tmp_path / str(run), warc=True)
+        if workers:
+            rank.committer.pool = Pool(workers, Settings().url_strip_params,
+                                       rank.committer.stats)
         results = [FetchResult(rank.job(f"http://a.test/p{i}"), status=200, body=body,
                                content_type=ct, started=T0 + i)
                    for i, (body, ct) in enumerate(zip(bodies, types, strict=True))]
         dropped = FetchResult(rank.job("http://a.test/gone"), status=200, body=PAGE,
                               content_type="text/html")
-        calls.clear()
-        if ahead:
-            rank.committer.analyse_ahead([*results, dropped])
-            assert calls == ["http://a.test/p0", "http://a.test/p1", "http://a.test/p3",
-                             "http://a.test/gone"]
-            rank.committer.discard(dropped)
-        with rank.committer.run() if ahead else contextlib.nullcontext():
-            links = [rank.committer.commit(r) for r in results]
-            if ahead:  # archived at the run's end
-                assert rank.committer.due is not None and len(rank.committer.due) == len(results)
-            else:
-                assert rank.committer.due is None
-        assert calls == [r.job.url for r in results if r.content_type == "text/html"] + (
-            ["http://a.test/gone"] if ahead else [])  # (no page analysed twice)
+        for r in [*results, dropped]:
+            rank.committer.prepare(r)
+        rank.committer.discard(dropped)
+        links = [rank.committer.commit(r) for r in results]
         assert not rank.committer.ahead
+        assert rank.committer.stats["analysis/ahead"] == 3 * workers  # the HTML pages
+        rank.committer.close()
         rank.archive.close()
         read.append((links, rank.read(), records(tmp_path / str(run) / "warc")))
     (links0, got0, warc0), (links1, got1, warc1) = read
@@ -385,14 +352,3 @@ def test_pages_analysed_ahead_commit_as_pages_analysed_at_their_commit(tmp_path,
     assert got0["postings"] == got1["postings"] and len(got0["postings"]) == 3
     for name, column in got0["pages"].items():
         assert list(column) == list(got1["pages"][name]), name
-
-
-def test_a_run_that_raises_archives_nothing_and_defers_no_more(tmp_path):
-    rank = Rank(tmp_path, warc=True)
-    with pytest.raises(RuntimeError), rank.committer.run():
-        rank.commit()
-        raise RuntimeError("a commit failed")
-    assert rank.committer.due is None
-    rank.commit(url="http://a.test/dir/next")  # archived at once again
-    rank.archive.close()
-    assert [url for _, url, _ in records(tmp_path / "warc")] == ["http://a.test/dir/next"] * 2

@@ -113,27 +113,6 @@ def test_host_connections_bound_an_unpaced_hosts_transfers(server, connections, 
     assert most_at_once([(s, e) for _, s, e in served(paths)]) == most
 
 
-def test_a_paused_fetcher_takes_up_its_transfers_when_resumed_or_its_pause_ends(
-        server, monkeypatch):
-    # while the scheduler commits, the thread stays off the GIL: a job submitted then
-    # waits for the end of the block, or PAUSE_MAX at most (libcurl's timeouts run on)
-    from bspcrawl.robots import fetcher as fetcher_module
-    f = Fetcher(Settings(fetch_allow_net=["127.0.0.0/8"]).validate())
-    try:
-        monkeypatch.setattr(fetcher_module, "PAUSE_MAX", 60.0)
-        with f.paused():
-            f.submit([FetchJob(0, 0, f"{server}/a", "a")])
-            time.sleep(0.3)
-            assert f.get() is None
-        assert f.get(timeout=10).status == 200
-        monkeypatch.setattr(fetcher_module, "PAUSE_MAX", 0.2)
-        with f.paused():
-            f.submit([FetchJob(1, 0, f"{server}/b", "b")])
-            assert f.get(timeout=10).status == 200
-    finally:
-        f.close()
-
-
 def test_different_hosts_run_concurrently(server):
     paths = [f"/slow-hosts{i}" for i in range(4)]
     jobs = [FetchJob(0, i, f"{server}{path}", f"h{i}") for i, path in enumerate(paths)]

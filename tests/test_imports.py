@@ -124,14 +124,24 @@ def test_a_crawl_process_starts_no_blas_threads() -> None:
     assert out.stdout.strip() == "1"
 
 
-def test_a_helper_process_loads_neither_mpi_nor_hdf5() -> None:
-    """``python -m bspcrawl.analysis`` (a rank's parse helper) runs under mpiexec's
-    environment: it must not initialise MPI as a rank would."""
+def test_a_parse_worker_loads_neither_mpi_nor_hdf5(tmp_path) -> None:
+    """A rank's parse worker (``analysis.Pool``) runs under mpiexec's environment: it must
+    not initialise MPI as a rank would, even started from the ``bspcrawl`` script, whose
+    imports (the CLI, h5py) a spawned process would otherwise run again."""
     import subprocess
     import sys
 
-    code = ("import sys, bspcrawl.analysis; "
-            "print(sorted({'mpi4py', 'h5py'} & {m.split('.')[0] for m in sys.modules}))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+    script = tmp_path / "bspcrawl-like"
+    script.write_text(
+        "from bspcrawl.cli import main\n"
+        "if __name__ == '__main__':\n"
+        "    from bspcrawl.analysis import Pool\n"
+        "    from bspcrawl.counters import Stats\n"
+        "    pool = Pool(1, '', Stats())\n"
+        "    probe = \"sorted({'mpi4py', 'h5py'} & {m.split('.')[0] for m in "
+        "__import__('sys').modules})\"\n"
+        "    print(pool.executor.submit(eval, probe).result())\n"
+        "    pool.close()\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "[]"

@@ -5,10 +5,8 @@ and store."""
 
 from __future__ import annotations
 
-import contextlib
 import random
 from collections import Counter, deque
-from collections.abc import Iterator
 from pathlib import Path
 
 import h5py
@@ -111,7 +109,6 @@ class FakeFetcher:
         self.results: deque[FetchResult] = deque()
         self.submitted: list[tuple[float, FetchJob]] = []
         self.alive, self.closed, self.gets = True, False, 0
-        self.pausing = False
 
     def submit(self, jobs: list[FetchJob]) -> None:
         assert not self.closed, "a job submitted to a closed fetcher"
@@ -119,7 +116,6 @@ class FakeFetcher:
         self.waiting += jobs
 
     def get(self, timeout: float | None = None) -> FetchResult | None:
-        assert not self.pausing, "the scheduler waits for results with the fetcher paused"
         self.gets += 1
         if self.web.lifetime is not None and self.gets > self.web.lifetime:
             self.alive = False
@@ -146,14 +142,6 @@ class FakeFetcher:
 
     def healthy(self, stall: float) -> bool:
         return self.alive
-
-    @contextlib.contextmanager
-    def paused(self) -> Iterator[None]:
-        self.pausing = True
-        try:
-            yield
-        finally:
-            self.pausing = False
 
     def close(self, wait: float = 10.0) -> None:
         self.closed = True

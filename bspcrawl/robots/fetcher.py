@@ -1,10 +1,10 @@
 """The fetch workers of one rank (Marin's "robots"): libcurl transfers driven by one
 CurlMulti in one thread.
 
-As in Dominos (``../shared/seeds/001_*``) the workers are libcurl transfers, not Python
-threads: a single background thread (named ``fetcher``) runs a ``CurlMulti`` with up to
-``fetch_workers`` transfers at once, so the network waits overlap while Python work stays
-on one thread (DESIGN.md, "one thread of Python work per process").
+As in Dominos (Hafri and Djeraba, "High performance crawling system") the workers are
+libcurl transfers, not Python threads: a single background thread (named ``fetcher``) runs
+a ``CurlMulti`` with up to ``fetch_workers`` transfers at once, so the network waits
+overlap while Python work stays on one thread.
 
 Politeness is enforced here, on the wall clock: each host's jobs wait in a FIFO (schedule
 order), at most one of them is in transfer, and the next starts no earlier than the
@@ -27,8 +27,7 @@ The thread shares only two queues with the scheduler: :meth:`Fetcher.submit` put
 :meth:`Fetcher.get` takes :class:`FetchResult` objects out in the order they finish. Between
 looks at its state the thread sleeps in ``poll(2)`` on the transfers' sockets and on a
 socket pair that :meth:`Fetcher.submit` writes a byte to, until libcurl's own timeout or a
-host's rest ends (waking every 2 ms instead cost the speedup web at P = 8 51 CPU-s instead of
-39, docs/performance/speedup.md).
+host's rest ends (no polling: an idle rank costs no CPU).
 """
 
 from __future__ import annotations
@@ -43,7 +42,6 @@ import socket
 import threading
 import time
 from collections import deque
-from collections.abc import Iterator
 
 import pycurl
 
@@ -56,7 +54,6 @@ from bspcrawl.settings import Settings
 ROBOTS_TXT_HOPS = 5  # RFC 9309 2.3.1.2: follow at least five redirects for robots.txt
 WITHDRAWN = "withdrawn"  # FetchResult.error of a job given back unstarted (Fetcher.withdraw)
 WAIT_MAX = 0.05  # s, the longest the fetcher thread sleeps between looks at its state
-PAUSE_MAX = 0.25  # s, the longest it stays paused (Fetcher.paused) between two looks
 
 _ERRORS = {
     pycurl.E_COULDNT_RESOLVE_HOST: "dns",
@@ -200,8 +197,6 @@ class Fetcher:
         self._inbox: queue.SimpleQueue[FetchJob] = queue.SimpleQueue()
         self._results: queue.SimpleQueue[FetchResult] = queue.SimpleQueue()
         self._stop = threading.Event()
-        self._go = threading.Event()  # cleared while the scheduler commits (paused)
-        self._go.set()
         self._withdraw = threading.Event()  # give back every job not started (sticky)
         # State of the fetcher thread alone:
         self._queues: dict[str, deque[FetchJob]] = {}  # per host, jobs in schedule order
@@ -240,27 +235,10 @@ class Fetcher:
         except queue.Empty:
             return None
 
-    @contextlib.contextmanager
-    def paused(self) -> Iterator[None]:
-        """Keep the thread out of the scheduler's way while it commits: between two looks
-        at the transfers the thread waits (on an event, not the GIL) until the block ends,
-        or ``PAUSE_MAX`` s at most (then it looks once and waits again), so a transfer is
-        never left unread for long against libcurl's timeouts. Transfers only advance in
-        the kernel's socket buffers meanwhile. Each look takes the GIL, and pycurl takes it
-        again for each header line and each 16 KB of body: taken from a scheduler busy
-        committing, those hand-overs cost a crawl of the real documentation trees ~70,000
-        context switches for 10,764 pages and ~12% of its CPU (docs/performance/realweb.md,
-        2026-11-26)."""
-        self._go.clear()
-        try:
-            yield
-        finally:
-            self._go.set()
-
     def withdraw(self) -> None:
         """Give back every job not started yet, now and from now on, as a result with the
-        error :data:`WITHDRAWN` (a stop: such jobs may wait for a host's rest or backoff
-        up to ``--max-backoff``); transfers running go on."""
+        error :data:`WITHDRAWN` (a stop: such jobs may wait for a host's rest or a 429's
+        backoff); transfers running go on."""
         self._withdraw.set()
         self._wake()
 
@@ -269,7 +247,6 @@ class Fetcher:
         abandoned, and so is a hung thread (it is a daemon: should it come round its loop,
         it sees the stop, ends and closes its end of the socket pair)."""
         self._stop.set()
-        self._go.set()
         self._wake()
         self._thread.join(timeout=wait)
         self._wake_w.close()
@@ -363,7 +340,6 @@ class Fetcher:
                     if not pending:
                         break
             self._wait(multi, bool(active))
-            self._go.wait(PAUSE_MAX)
         for tr in list(active.values()) + idle:
             tr.curl.close()
         multi.close()

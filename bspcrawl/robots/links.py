@@ -103,7 +103,7 @@ class ParsedPage:
 
     links: Sequence[str] = field(default_factory=list)
     """Absolute http(s) URLs without fragment, unique, in first-seen document order (a
-    list; through a helper's pipe an ``analysis.Strings``)."""
+    list)."""
     text: bytes = b""
     """UTF-8 visible text for the index: title, newline, body text (not the content of
     script, style, template, iframe, noframes or noembed).

@@ -4,17 +4,14 @@ Passes at any rank count: on COMM_WORLD and a Dup() of it the ranks crawl togeth
 COMM_SELF every rank crawls the whole web alone. Either way the pages fetched must be
 exactly the local web's ground truth, also when every waiting URL goes to disk ("spill":
 COMM_WORLD with --memory-budget 0) and when helper processes parse the pages ("parse":
-COMM_WORLD with --parse-processes 1: each rank starts one under mpiexec).
+COMM_WORLD with --parse-processes 1: each rank starts a worker process under mpiexec).
 """
 
 from pathlib import Path
 
-import numpy as np
 import pytest
 from mpi4py import MPI
 
-from bspcrawl import bsp
-from bspcrawl.counters import SYNCED
 from bspcrawl.index.inspect import urls
 from tests.crawling import crawl_in_process, served_to_ranks
 
@@ -35,15 +32,3 @@ def test_crawl_on_a_communicator_fetches_exactly_the_truth(which):
             assert outcome.stopped == "done"
     if which == "dup":
         comm.Free()
-
-
-@pytest.mark.mpi(min_size=2)
-def test_the_sync_tells_every_rank_each_rank_counters():
-    """(What tells a busy rank that another one has nothing to do: ``Crawl.others_free``.)"""
-    comm = MPI.COMM_WORLD
-    vector = np.zeros(len(SYNCED), np.int64)
-    vector[SYNCED.index("frontier/size")] = 10 * comm.rank
-    agreed = bsp.sync(comm, np.zeros(comm.size, np.int64), 0, vector)
-    assert agreed.each[:, SYNCED.index("frontier/size")].tolist() == [
-        10 * r for r in range(comm.size)]
-    assert agreed.totals[SYNCED.index("frontier/size")] == 10 * sum(range(comm.size))
