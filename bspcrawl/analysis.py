@@ -10,9 +10,12 @@ pool (:class:`Pool`) analyses pages on other cores while the rank commits earlie
 
 Workers are started with ``spawn``, not ``fork``: a rank is an MPI process with a fetcher
 thread, whose locks and MPI state a forked child would inherit in whatever state they were;
-a spawned worker is a fresh interpreter that imports this module only (no MPI, no h5py).
-A worker ignores SIGINT and SIGTERM (the rank stops at a superstep's end and needs its
-workers until then) and ends with its rank, even a killed one.
+a spawned worker is a fresh interpreter that imports this module and what it needs (never
+MPI or h5py).
+A worker leaves the rank's process group, so a Ctrl-C or a kill of the group reaches the
+rank alone (it stops at a superstep's end and needs its workers until then); it ends with
+its rank, even a killed one. (It does not ignore SIGTERM: the executor ends the others
+with it when one dies.)
 """
 
 from __future__ import annotations
@@ -21,7 +24,6 @@ import contextlib
 import dataclasses
 import multiprocessing
 import os
-import signal
 import sys
 import threading
 import time
@@ -129,13 +131,16 @@ class Pool:
         with _main_hidden():
             self.executor: ProcessPoolExecutor | None = ProcessPoolExecutor(
                 workers, multiprocessing.get_context("spawn"), _start_worker, (strip,))
-            for _ in range(workers):  # started now (hidden main), not at the first pages
-                self.executor.submit(int)
+            # each started now (with the main hidden), not at the first pages
+            self.starting = [self.executor.submit(int) for _ in range(workers)]
 
     def submit(self, body: bytes, url: str, charset: str | None, index: bool
                ) -> Future[Analysis] | None:
-        """The analysis of a page under way in a worker; None once the pool is broken."""
-        if self.executor is None:
+        """The analysis of a page under way in a worker; None while a worker is starting
+        (the first pages of a crawl are not left waiting for its imports) or once the pool
+        is broken."""
+        self.starting = [f for f in self.starting if not f.done()]
+        if self.executor is None or self.starting:
             return None
         try:
             return self.executor.submit(_analyse, body, url, charset, index)
@@ -190,11 +195,10 @@ _memos: tuple[LinkCache, LinkKeys] | None = None  # a worker's (_start_worker)
 
 
 def _start_worker(strip: str) -> None:
-    """A worker's set-up: deaf to SIGINT and SIGTERM, ended when its rank ends (its
+    """A worker's set-up: out of the rank's process group, ended when its rank ends (its
     parent's sentinel closes), its own memos."""
     global _memos
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, signal.SIG_IGN)
+    os.setpgrp()
     parent = multiprocessing.parent_process()
     assert parent is not None
     threading.Thread(target=_end_with, args=(parent.sentinel,), daemon=True).start()

@@ -190,8 +190,8 @@ class Committer:
 
         A link sent already is known to the rank that owns it: in its seen set, or refused
         by a rule that refuses it again (too long, a trap's shape, a spent budget); only a
-        smaller depth could change its fate. On documentation sites 95% of the links
-        found are the same navigation links again, so this memo (key -> depth,
+        smaller depth could change its fate. On documentation sites most links found
+        are the same navigation links again, so this memo (key -> depth,
         cleared when it holds ``SENT_MEMO`` entries) spares their encoding, exchange and
         seen-set checks; the crawl is the same with it or without.
         """

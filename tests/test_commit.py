@@ -5,6 +5,7 @@ read back from the rank file."""
 from __future__ import annotations
 
 import random
+from concurrent import futures
 from pathlib import Path
 
 import h5py
@@ -332,6 +333,7 @@ def test_pages_analysed_by_workers_commit_as_pages_analysed_at_their_commit(tmp_
         if workers:
             rank.committer.pool = Pool(workers, Settings().url_strip_params,
                                        rank.committer.stats)
+            futures.wait(rank.committer.pool.starting)  # (a crawl does not wait)
         results = [FetchResult(rank.job(f"http://a.test/p{i}"), status=200, body=body,
                                content_type=ct, started=T0 + i)
                    for i, (body, ct) in enumerate(zip(bodies, types, strict=True))]
