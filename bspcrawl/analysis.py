@@ -43,6 +43,7 @@ from bspcrawl.robots.links import LinkCache, ParsedPage, parse_html
 from bspcrawl.urls import key_fingerprints, strip_pattern
 
 AUTO = -1  # --parse-processes: workers by the rule of workers_for
+WAIT = 1.0  # s between looks whether the pool broke while an analysis is awaited
 KEY_MEMO = 1 << 16  # link URLs remembered with their seen-set key (about 150 bytes each)
 
 
@@ -149,11 +150,19 @@ class Pool:
             return None
 
     def result(self, future: Future[Analysis], here: Callable[[], Analysis]) -> Analysis:
-        """The worker's analysis (waiting for it), or ``here()`` if it raised or its
-        worker died."""
+        """The worker's analysis (waiting for it), or ``here()`` if it raised or the pool
+        broke. (The wait looks every ``WAIT`` s whether the pool broke: the executor
+        leaves a page submitted just as a worker died unanswered.)"""
         start = time.monotonic()
         try:
-            analysis = future.result()
+            while True:
+                try:
+                    analysis = future.result(WAIT)
+                    break
+                except TimeoutError:
+                    if self.executor is None:
+                        return here()
+                    self.executor.submit(int)  # (raises once the pool is broken)
         except BrokenProcessPool:
             self._lost()
             return here()
