@@ -1,37 +1,11 @@
-"""Searching a crawl: BM25F over title, headings, body and anchor text, combined with
-PageRank and phrase hits (``bspcrawl search``; the formula is in ``docs/search.md``).
+"""Searching a crawl (``bspcrawl search``): BM25F over title, headings, body and anchor
+text, mixed with phrase hits and PageRank after the Compass search engine; ``plain`` is
+Lucene's BM25 over raw counts. The formulas and how a query runs are in ``docs/search.md``.
 
-After the Compass search engine, whose score is ``weight(d) = 0.45 hit + 0.20
-log PageRank(d) + 0.35 weighted TF``; here every part lies in [0, 1] and::
-
-    score(d) = 0.35 text(d) + 0.45 hit(d) + 0.20 pagerank(d)
-    text(d)  = BM25F(d) / sum of idf(t) over the query's terms
-    BM25F(d) = sum over query terms t of idf(t) x t~ / (k1 + t~)
-    t~       = wtf(t, d) / (1 - b + b wlength(d) / avg wlength)
-               + w_anchor atf(t, d) / (1 - b + b alength(d) / avg alength)
-    idf(t)   = ln(1 + (N - df(t) + 0.5) / (df(t) + 0.5))
-    hit(d)   = the share of the query's adjacent word pairs found adjacent in d's text
-    pagerank(d) = ln(1 + n PR(d)) / ln(1 + n), at most 1 (n pages; 0 without /rank)
-
-``plain`` mode is Lucene's BM25 (``sum idf(t) tf / (tf + k1 (1 - b + b length / avg
-length))``, the idf above: bm25s's default "lucene" method) over the raw counts of the page
-text, nothing else: ``scripts/bench_search.py`` checks it against bm25s.
-
-Each rank file is a :class:`Shard` (its ``/search`` group as numpy arrays); a
-:class:`Searcher` scores the shards with statistics summed over all of them (N, df, average
-lengths), so the scores are those of one index of the whole crawl. Under ``mpiexec`` each
-rank loads rank files ``r, r + P, ...``; the totals are gathered once (``allgather``) and
-each query's document frequencies summed (``allreduce``); :func:`search` merges every
-rank's candidates.
-
-A query's candidates are the documents holding at least one of its terms. Each posting's
-term part (``t~ / (k1 + t~)``, float32) is computed once per shard. A query whose lists
-hold few postings sums them all (:func:`_every`: weight x part added into a scratch array
-of one float32 per doc with ``np.add.at``, read back at the postings' docs); otherwise the
-shortest lists give the candidates and the long lists of common words are only looked up
-for the candidates that can still win (:func:`_pruned`, MaxScore); ``np.partition`` picks
-the best. The work follows the postings of the query's rarer terms, not the number of
-documents.
+Each rank file is a :class:`Shard`; a :class:`Searcher` scores them with statistics summed
+over all shards (under ``mpiexec``, over every rank's), so scores are those of one index of
+the whole crawl. A query's work follows the postings of its rarer terms: short lists are
+summed whole (:func:`_every`), long ones pruned with MaxScore (:func:`_pruned`).
 """
 
 from __future__ import annotations
@@ -74,8 +48,8 @@ class SearchError(Exception):
 
 
 def query_words(query: str, stop_words: bool = False) -> list[bytes]:
-    """The words of ``query`` in order, cut by the index's own tokeniser
-    (``index.terms.words``); ``stop_words`` drops :data:`STOP_WORDS`.
+    """The words of ``query``, cut as the index cuts page text; ``stop_words`` drops
+    :data:`STOP_WORDS`.
 
     >>> query_words("The Cat's HAT", stop_words=True)
     [b'cat', b's', b'hat']
@@ -86,8 +60,7 @@ def query_words(query: str, stop_words: bool = False) -> list[bytes]:
 
 @dataclass(slots=True)
 class Query:
-    """A query's distinct term hashes (``terms``), its adjacent word pairs' hashes
-    (``pairs``) and its words."""
+    """A query's words, its distinct term hashes and its adjacent word pairs' hashes."""
 
     words: list[bytes]
     terms: np.ndarray
@@ -103,7 +76,7 @@ class Query:
 
     @classmethod
     def of_hashes(cls, words: list[bytes], hashes: np.ndarray) -> Query:
-        """The query of the term ``hashes`` in order (``words``: their text, for show)."""
+        """The query of the term ``hashes`` in order (``words``: their text)."""
         pairs = np.unique(pair_hash(hashes[:-1], hashes[1:])) if len(hashes) > 1 \
             else np.zeros(0, np.int64)
         _, first = np.unique(hashes, return_index=True)
@@ -119,7 +92,7 @@ def _span(keys: np.ndarray, offsets: np.ndarray, key: int) -> tuple[int, int]:
 @dataclass(slots=True)
 class Totals:
     """Statistics summed over every shard: documents (pages with text or anchor text),
-    the sums of their lengths, and pages."""
+    their summed lengths, and pages."""
 
     docs: int = 0
     length: float = 0.0
@@ -128,7 +101,6 @@ class Totals:
     pages: int = 0
 
     def add(self, other: Totals) -> Totals:
-        """The sum of two totals."""
         return Totals(self.docs + other.docs, self.length + other.length,
                       self.wlength + other.wlength, self.alength + other.alength,
                       self.pages + other.pages)
@@ -162,11 +134,10 @@ class Shard:
         self.tf, self.wtf, self.atf = read["tf"], read["wtf"], read["atf"]
         self.length, self.wlength = read["length"], read["wlength"]
         self.alength = read["alength"]
-        self.parts: dict[object, np.ndarray] = {}  # plain? -> term part of each posting
+        self.parts: dict[object, np.ndarray] = {}  # plain, ("highest", plain) -> parts
         self.scratch = np.zeros(len(self.length), np.float32)
 
     def totals(self) -> Totals:
-        """This shard's share of the statistics."""
         indexed = (self.length > 0) | (self.alength > 0)
         return Totals(int(indexed.sum()), float(self.length.sum(dtype=np.float64)),
                       float(self.wlength.sum(dtype=np.float64)),
@@ -178,7 +149,7 @@ class Shard:
                                             for t in terms)], np.int64)
 
     def term_parts(self, totals: Totals, plain: bool, k1: float, b: float) -> np.ndarray:
-        """``t~ / (k1 + t~)`` of every posting (float32), computed once per mode."""
+        """``t~ / (k1 + t~)`` of every posting, computed once per mode."""
         if plain not in self.parts:
             doc = self.docs
             if plain:  # as bm25s: the float64 quotient of float32 counts, rounded once
@@ -210,14 +181,12 @@ class Shard:
         return np.minimum(np.log1p(n * self.pagerank) / math.log1p(n), 1.0)
 
     def title(self, doc: int) -> str:
-        """The ``<title>`` of ``doc``."""
         if self.title_list is None:
             with h5py.File(self.path, "r") as f:
                 self.title_list = f[ranking.GROUP]["title"].asstr()[:].tolist()
         return self.title_list[doc]
 
     def url(self, doc: int) -> str:
-        """The URL of ``doc``."""
         with h5py.File(self.path, "r") as f:
             return f["pages/url"].asstr()[doc]
 
@@ -232,8 +201,8 @@ class Hit:
 
 
 def _best(docs: np.ndarray, scores: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` best of distinct ``docs`` by score, then doc id (so a tie at the k-th
-    place keeps the lowest doc ids, whatever the order of the postings)."""
+    """The ``k`` best of distinct ``docs`` by score, then doc id, so ties do not depend on
+    the postings' order."""
     if len(scores) > k:
         keep = np.flatnonzero(scores >= np.partition(scores, -k)[-k])
         docs, scores = docs[keep], scores[keep]
@@ -247,8 +216,8 @@ ENUMERATED = 1 << 16
 
 @dataclass(slots=True)
 class _List:
-    """One query term's (or word pair's) postings in a shard: docs, term parts (None:
-    1 each), the term's weight, and the most any doc can get from it."""
+    """One query term's (or pair's) postings in a shard: docs, term parts (None: 1 each),
+    weight, and the most any doc can get from it."""
 
     docs: np.ndarray
     parts: np.ndarray | None
@@ -256,7 +225,7 @@ class _List:
     bound: float
 
     def values(self, at: np.ndarray | slice = slice(None)) -> np.ndarray:
-        """Weight x term part of the postings ``at`` (float32, as bm25s rounds them)."""
+        """Weight x term part of the postings ``at`` (float32, as bm25s rounds)."""
         if self.parts is None:
             return np.full(len(self.docs[at]), self.weight, np.float32)
         return self.parts[at] * self.weight
@@ -269,10 +238,8 @@ class _List:
 
 def _every(scratch: np.ndarray, lists: list[_List], pagerank: np.ndarray | None,
            k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` best docs by every posting of ``lists`` (``scratch``: zeros, one per doc,
-    left zero): summed into ``scratch`` term by term (``np.add.at``, in query order, as
-    bm25s sums), then read back at the postings' docs, or, when the postings outnumber a
-    quarter of the docs, the best taken from all of ``scratch``."""
+    """The ``k`` best docs by every posting of ``lists``, summed into ``scratch`` (zeros,
+    one per doc, left zero) in query order, as bm25s sums."""
     for x in lists:
         np.add.at(scratch, x.docs, x.values())
     if 4 * sum(len(x.docs) for x in lists) < len(scratch):
@@ -293,16 +260,11 @@ def _every(scratch: np.ndarray, lists: list[_List], pagerank: np.ndarray | None,
 
 def _pruned(lists: list[_List], pagerank: np.ndarray | None, k: int
             ) -> tuple[np.ndarray, np.ndarray] | None:
-    """The ``k`` best docs, enumerating only the shortest lists (MaxScore, Turtle and
-    Flood 1995). The docs of the shortest lists, up to :data:`ENUMERATED` postings, are
-    the candidates; a doc in none of them scores at most ``bound``, the sum of the other
-    lists' bounds (and the highest PageRank part). A candidate's score from the shortest
-    lists alone is a lower bound of its score, so the k-th best of those (``floor``)
-    is one of the k-th best score; only the candidates whose score from the shortest
-    lists plus ``bound`` reaches ``floor`` can be among the best: they alone are scored
-    exactly (every list looked up by binary search, in query order), and if the k-th best
-    of them scores more than ``bound``, their best are the best. None when not, or when
-    even the shortest list is too long (then every posting must be summed)."""
+    """The ``k`` best docs by MaxScore (Turtle and Flood, "Query evaluation: strategies and
+    optimizations"): the docs of the shortest lists are the candidates; a doc in none of
+    them scores at most ``bound``, the other lists' bounds summed, so only the candidates
+    that can reach the k-th best partial score are scored exactly. None when that cannot
+    prove the best (then every posting is summed)."""
     order = sorted(range(len(lists)), key=lambda i: len(lists[i].docs))
     enumerated, count = [], 0
     for i in order:
@@ -336,9 +298,8 @@ def _pruned(lists: list[_List], pagerank: np.ndarray | None, k: int
 
 
 def _union(arrays: list[np.ndarray]) -> np.ndarray:
-    """The sorted distinct values of sorted ``arrays`` (a stable sort merges their runs:
-    numpy 2.4's hash-based ``np.unique`` took 1.0 s of the 1.9 s that 1,000 queries of
-    ``scripts/bench_search.py`` spent scoring; with this they took 0.84 s)."""
+    """The sorted distinct values of sorted ``arrays`` (a stable sort merges their runs,
+    cheaper than ``np.unique``'s hashing)."""
     merged = np.sort(np.concatenate(arrays), kind="stable")
     return merged[np.concatenate(([True], merged[1:] != merged[:-1]))]
 
@@ -394,8 +355,7 @@ class Searcher:
 
     def _score(self, shard: Shard, pagerank: np.ndarray | None, query: Query,
                idf: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """The ``k`` best docs of one shard and their scores (``pagerank``: each doc's
-        weighted PageRank part, or None)."""
+        """The ``k`` best docs of one shard and their scores."""
         parts = shard.term_parts(self.totals, self.plain, self.k1, self.b)
         highest = shard.highest_parts(self.plain)
         scale = idf if self.plain else idf * np.float32(
@@ -433,7 +393,7 @@ class Searcher:
         idf = self.idf(query)
         parts = shard.term_parts(self.totals, self.plain, self.k1, self.b)
         terms, bm25 = [], 0.0
-        for word, t, i in zip(_distinct(query.words), query.terms.tolist(), idf.tolist(),
+        for word, t, i in zip(dict.fromkeys(query.words), query.terms.tolist(), idf.tolist(),
                               strict=True):
             a, e = _span(shard.terms, shard.offsets, t)
             at = a + int(np.searchsorted(shard.docs[a:e], hit.doc))
@@ -464,13 +424,7 @@ class Searcher:
         return out
 
 
-def _distinct(words: list[bytes]) -> list[bytes]:
-    """``words`` without repeats, in order (as ``Query.terms``)."""
-    return list(dict.fromkeys(words))
-
-
 def _has(keys: np.ndarray, offsets: np.ndarray, docs: np.ndarray, key: int, doc: int) -> bool:
-    """True if ``doc`` is in the postings of ``key``."""
     a, e = _span(keys, offsets, key)
     at = a + int(np.searchsorted(docs[a:e], doc))
     return bool(at < e and docs[at] == doc)
@@ -490,41 +444,31 @@ class Result:
 
 
 def open_shards(out: Path, rank: int = 0, size: int = 1) -> list[Shard]:
-    """The shards of the crawl in ``out`` that process ``rank`` of ``size`` searches
-    (rank files ``rank``, ``rank + size``, ...)."""
+    """The shards process ``rank`` of ``size`` searches: files ``rank``, ``rank + size``, ..."""
     with open_crawl(out) as f:
         ranks = int(f.attrs["ranks"])
-        first = np.cumsum(np.bincount(f["pages/rank"][:], minlength=ranks)) \
-            - np.bincount(f["pages/rank"][:], minlength=ranks)
+        counts = np.bincount(f["pages/rank"][:], minlength=ranks)
+    first = np.cumsum(counts) - counts
     return [Shard(rank_path(out, r), r, int(first[r])) for r in range(rank, ranks, size)]
-
-
-def fold_key(shard: Shard, doc: int, clusters: np.ndarray) -> int:
-    """The key that folds duplicates into one result: the page's duplicate cluster (its
-    ``crawl.h5`` row's, ``index/duplicates.py``)."""
-    return int(clusters[shard.first_row + doc])
 
 
 def search(searcher: Searcher, out: Path, text: str, k: int = 10, explain: bool = False,
            stop_words: bool = False) -> list[Result]:
-    """The ``k`` best results of the query ``text`` over the whole crawl in ``out``;
-    exact and near duplicates (:func:`fold_key`) are folded into the best of
-    them. Under MPI (``searcher.comm``) every rank
-    calls it and gets the same list."""
+    """The ``k`` best results of ``text`` over the whole crawl, exact and near duplicates
+    folded into the best of them; under MPI every rank calls it and gets the same list."""
     query = Query.parse(text, stop_words)
     comm = searcher.comm
     if searcher.clusters is None:
         searcher.clusters = cluster_of(out)
     want = 2 * k + 8
     while True:
-        local = [(h.score, searcher.shards[h.shard].number, h.doc,
-                  fold_key(searcher.shards[h.shard], h.doc, searcher.clusters), h.shard)
-                 for h in searcher.top(query, want)]
+        local = [(h.score, s.number, h.doc, int(searcher.clusters[s.first_row + h.doc]))
+                 for h in searcher.top(query, want) for s in [searcher.shards[h.shard]]]
         gathered = comm.allgather(local) if comm else [local]
         merged = sorted((c for part in gathered for c in part), key=lambda c: (-c[0], c[1],
                                                                               c[2]))
         kept: dict[int, list] = {}
-        for score, number, doc, key, _ in merged:
+        for score, number, doc, key in merged:
             if key in kept:
                 kept[key][3] += 1
             elif len(kept) < k:
@@ -551,11 +495,9 @@ def _result(searcher: Searcher, out: Path, query: Query, hit: Hit, folded: int,
 
 
 def snippet(out: Path, shard: Shard, doc: int, url: str, words: list[bytes]) -> str:
-    """About :data:`SNIPPET_CHARS` characters of the page's stored body text around the
-    first query word found in it ('' when no body was kept)."""
+    """About :data:`SNIPPET_CHARS` characters of the page's stored text around the first
+    query word in it ('' when no body was kept)."""
     with h5py.File(shard.path, "r") as f:
-        if "history" not in f:
-            return ""
         if shard.history is None:
             shard.history = History.load(f["history"])
         version = shard.history.latest(int(shard.url_fp[doc]), with_body=True)

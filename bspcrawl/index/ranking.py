@@ -1,39 +1,13 @@
-"""The inverted index of a rank: per-field term frequencies, document lengths, titles,
-phrase pairs and anchor text, in the ``/search`` group of each rank file (``docs/search.md``).
+"""The inverted index of a rank (``/search``): per-field term counts, lengths, titles,
+phrase pairs and anchor text; its datasets are in ``docs/search.md``.
 
 A term counts more in the title or a heading than in the body, by the tag weights of the
-Compass search engine (title 0.30, h1 0.10, h2 0.08, h3 0.066, h4 0.04, h5 0.033, any other
-text 0.01). The weights are used relative to the body's, so a word of the title counts as
-30 words of the body; the anchor text of the links pointing to a page is a field of its own
-(``index_weight_anchor``, 0.10 by default: an h1).
-
-Layout of ``/search`` (term hashes as :func:`bspcrawl.index.terms.term_hash`)::
-
-    terms    int64    [-9, 4, 17]           sorted distinct term hashes
-    offsets  int64    [0, 2, 3, 5]          CSR row pointer into the posting columns
-    docs     int32    [0, 3 | 1 | 0, 2]     doc ids of each term's postings, increasing
-    tf       int32    [2, 1 | 1 | 0, 3]     raw count in the page text (title, headings, body)
-    wtf      float32  [31, 1 | 1 | 0, 3]    tag-weighted count: sum of weight(tag) x count
-    atf      int32    [0, 0 | 0 | 2, 0]     count in the anchor text of the links to the doc
-    length   int32    one row per /pages row: terms in the page text
-    wlength  float32  ... and their tag-weighted sum
-    alength  int32    ... terms of anchor text pointing to the page
-    title    str      ... the page's <title>
-    pairs/terms, pairs/offsets, pairs/docs: the same CSR for the adjacent term pairs of the
-             page text (32-bit ``terms.pair_hash``), each doc once, for phrase hits
-    vocab, vocab_hash: each term of the pages' text (its bytes) and its hash, once, in
-             the order the rank first met them
-    anchor/fp, anchor/term, anchor/tf: the anchor text received, by target URL
-             fingerprint, whether the page was fetched or not (kept for a resume)
-
-While the crawl runs, :class:`SearchBuffer` collects each committed page's postings and
-the anchor text of the links this rank receives (for the pages of the hosts it owns,
-fetched yet or not), keyed by the target's URL fingerprint; each segment holds a
-``search`` group of what its stretch added, its postings and pairs sorted by (term, doc).
-:func:`join` makes ``/search`` of the segments: it credits the anchor text to the pages
-fetched (by ``/pages/url_fp``), one segment at a time, then merges the sorted runs in
-batches of bounded size (:func:`merged`): a k-way merge keeps the join's memory bounded
-whatever the crawl's size, where blocks merged at query time would slow every search.
+Compass search engine, relative to the body's; the anchor text of the links to a page is a
+field of its own. While the crawl runs, :class:`SearchBuffer` collects the postings of
+committed pages and the anchor text received, and seals them into each segment sorted by
+(term, doc). :func:`join` credits anchor text to the fetched pages and merges the segments'
+sorted runs in batches of bounded size (:func:`merged`), so the join's memory does not
+grow with the crawl and a query reads one index, not blocks to merge.
 """
 
 from __future__ import annotations
@@ -48,9 +22,6 @@ import numpy as np
 from bspcrawl.index.columns import Appender, concat, on_disk
 from bspcrawl.index.terms import TermCounts
 
-__all__ = ["COMPASS_WEIGHTS", "FIELDS", "GROUP", "SearchBuffer", "join", "merged", "split",
-           "weights_of"]
-
 GROUP = "search"
 FORMAT = "bspcrawl-search"
 VERSION = 1
@@ -61,22 +32,12 @@ COMPASS_WEIGHTS = {"title": 0.30, "h1": 0.10, "h2": 0.08, "h3": 0.066, "h4": 0.0
 """Compass's tag weights (``body``: any other text), and the anchor text's."""
 
 
-def relative_weights(weights: dict[str, float]) -> dict[str, float]:
-    """The weights divided by the body's (so a word of the body counts 1)."""
-    return {name: w / weights["body"] for name, w in weights.items()}
-
-
-
 class SearchBuffer:
-    """One rank's index for ranking since the last segment (see the module docstring).
-
-    ``weights``: the weight of each of :data:`FIELDS` and of ``anchor`` (absolute, as
-    Compass's table; only their ratios to the body's matter).
-    """
+    """One rank's postings and anchor text since the last segment; ``weights``: of each of
+    :data:`FIELDS` and ``anchor``, only their ratios to the body's matter."""
 
     def __init__(self, weights: dict[str, float]) -> None:
-        self.weights = dict(weights)
-        self.relative = relative_weights(weights)
+        self.relative = {name: w / weights["body"] for name, w in weights.items()}
         self.clear()
 
     def clear(self) -> None:
@@ -94,11 +55,10 @@ class SearchBuffer:
 
     def add_page(self, doc: int, terms: TermCounts, title: str,
                  fields: dict[str, tuple[np.ndarray, np.ndarray]], pairs: np.ndarray) -> None:
-        """Index page ``doc``: ``terms`` counts all its text; ``fields`` the (term hashes,
-        counts) of the text of some of :data:`FIELDS` (title, h1 ... h5: a word there counts
-        that field's weight instead of the body's); ``pairs`` its ``terms.page_pairs``."""
+        """Index page ``doc``: ``terms`` counts all its text, ``fields`` the (hashes, counts)
+        of its title and headings, where a word counts that field's weight, not the body's."""
         wtf = terms.tf.astype(np.float32)
-        if fields and len(terms):  # all fields at once: one search, one add
+        if fields and len(terms):
             hashes = np.concatenate([h for h, _ in fields.values()])
             extra = np.concatenate([(self.relative[name] - 1) * tf
                                     for name, (_, tf) in fields.items()])
@@ -117,16 +77,15 @@ class SearchBuffer:
             self.pair_doc.append(np.full(len(pairs), doc, np.int32))
 
     def add_anchors(self, fps: np.ndarray, terms: np.ndarray, tf: np.ndarray) -> None:
-        """Credit anchor text: ``tf[i]`` words ``terms[i]`` (hashes) to the page of URL
-        fingerprint ``fps[i]``."""
+        """Credit ``tf[i]`` words ``terms[i]`` of anchor text to the URL ``fps[i]``."""
         if len(fps):
             self.anchor_fp.append(np.asarray(fps, np.int64))
             self.anchor_term.append(np.asarray(terms, np.int64))
             self.anchor_tf.append(np.asarray(tf, np.int32))
 
     def seal(self, f: h5py.File) -> None:
-        """Write what was added since the last :meth:`clear` into the segment ``f``: its
-        postings sorted by (term, doc), its pairs too (each once), its pages and anchors."""
+        """Write what was added since the last :meth:`clear` into the segment ``f``,
+        postings and pairs sorted by (term, doc), each pair once."""
         g = f.create_group(GROUP)
         term, doc = _concat(self.term, np.int64), _concat(self.doc, np.int32)
         order = np.lexsort((doc, term))
@@ -143,7 +102,7 @@ class SearchBuffer:
         key = np.sort((_concat(self.pair_hash, np.uint64) << np.uint64(32))
                       | _concat(self.pair_doc, np.uint64))  # by pair, then doc
         key = key[np.concatenate(([True], key[1:] != key[:-1]))] if len(key) else key
-        g["pairs/term"] = (key >> np.uint64(32)).astype(np.int64)  # (32-bit terms.pair_hash)
+        g["pairs/term"] = (key >> np.uint64(32)).astype(np.int64)
         g["pairs/doc"] = (key & np.uint64(0xFFFFFFFF)).astype(np.int32)
         g["anchor/fp"] = _concat(self.anchor_fp, np.int64)
         g["anchor/term"] = _concat(self.anchor_term, np.int64)
@@ -155,8 +114,7 @@ def _concat(arrays: list[np.ndarray], dtype: type) -> np.ndarray:
 
 
 def weights_of(settings: dict) -> dict[str, float]:
-    """The field weights of a crawl's settings (``index_weight_*``; Compass's for any
-    not given)."""
+    """The field weights of a crawl's settings (Compass's for any not given)."""
     return {name: float(settings.get(f"index_weight_{name}", w))
             for name, w in COMPASS_WEIGHTS.items()}
 
@@ -172,10 +130,8 @@ POSTING_COLUMNS = {"tf": np.int32, "wtf": np.float32, "atf": np.int32}
 
 def merged(runs: list[Run], columns: dict[str, type]) -> Iterator[dict[str, np.ndarray]]:
     """The rows of ``runs`` in (term, doc) order, those of one (term, doc) summed, in
-    batches. Each run is read a chunk at a time into a buffer; a batch takes from every
-    buffer its rows up to the smallest last key of the buffers whose run goes on, which
-    empties that buffer: a row is read once, and a batch holds at most a chunk of each
-    run."""
+    batches of at most a chunk of each run: a batch ends at the smallest last key of the
+    buffers whose run goes on, so every row is read once."""
     chunk = max(MERGE_MIN, MERGE_ROWS // max(len(runs), 1))
     kinds = {"term": np.int64, "doc": np.int32, **columns}
     at = [0] * len(runs)
@@ -220,8 +176,7 @@ def _upto(term: np.ndarray, doc: np.ndarray, bound_term: int, bound_doc: int) ->
 
 
 class _Csr:
-    """A CSR index written batch by batch: ``terms``, ``offsets``, ``docs`` and ``columns``
-    (rows sorted by term, then doc, across batches)."""
+    """A CSR index written batch by batch, from rows sorted by (term, doc)."""
 
     def __init__(self, g: h5py.Group, columns: dict[str, type]) -> None:
         self.terms = Appender(g, "terms", np.int64)
@@ -251,11 +206,10 @@ class _Csr:
 
 def join(f: h5py.File, parts: list[h5py.File], weights: dict[str, float], scratch: Path
          ) -> None:
-    """Write ``/search`` into the rank file ``f`` from its segments ``parts`` (oldest
-    first), ``f``'s ``/pages`` written already: the pages' postings and the anchor text
-    credited to the fetched pages that were indexed (the latest row of a URL fetched
-    twice), summed by (term, doc). The anchor text credited waits in a temporary file in
-    the folder ``scratch``, sorted in runs of about :data:`MERGE_ROWS` rows."""
+    """Write ``/search`` into the rank file ``f`` (its ``/pages`` written) from its
+    segments: postings plus the anchor text credited to the indexed pages (a URL's latest
+    row), summed by (term, doc). The credits wait, sorted in runs, in a temporary file in
+    ``scratch``."""
     g = f.create_group(GROUP)
     g.attrs.update(format=FORMAT, version=VERSION, weights=[weights[n] for n in
                                                             (*FIELDS, "anchor")],
@@ -264,7 +218,7 @@ def join(f: h5py.File, parts: list[h5py.File], weights: dict[str, float], scratc
     n = f["pages/url"].shape[0]
     length, wlength, title = (g.create_dataset(name, (n,), dtype) for name, dtype in (
         ("length", np.int32), ("wlength", np.float32), ("title", h5py.string_dtype())))
-    indexed = np.zeros(n, bool)  # (not a page without text, nor a noindex one)
+    indexed = np.zeros(n, bool)
     first = 0
     for p, part in zip(parts, s, strict=True):
         rows = p["pages/url"].shape[0]
@@ -300,7 +254,7 @@ def join(f: h5py.File, parts: list[h5py.File], weights: dict[str, float], scratc
             if i == len(s) - 1 or sum(len(c[0]) for c in credit) >= MERGE_ROWS:
                 a_term, a_doc, a_tf = (np.concatenate(c) for c in zip(*credit, strict=True))
                 order = np.lexsort((a_doc, a_term))
-                run = runs_file.create_group(str(i))  # the credits of a few segments, sorted
+                run = runs_file.create_group(str(i))
                 run["term"], run["doc"], run["atf"] = a_term[order], a_doc[order], a_tf[order]
                 runs.append(run)
                 credit.clear()
@@ -316,8 +270,8 @@ def join(f: h5py.File, parts: list[h5py.File], weights: dict[str, float], scratc
 
 
 def _targets(url_fp: np.ndarray, indexed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(fingerprints sorted, their docs) of the pages anchor text is credited to: each
-    URL's latest row, if it was indexed."""
+    """Sorted fingerprints and docs of the pages credited with anchor text: each URL's
+    latest row, if indexed."""
     order = np.argsort(url_fp, kind="stable")
     fp = url_fp[order]
     last = np.flatnonzero(np.append(fp[1:] != fp[:-1], True)) if len(fp) else order
@@ -327,12 +281,11 @@ def _targets(url_fp: np.ndarray, indexed: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def split(f: h5py.File, g: h5py.File) -> None:
-    """Copy the rank file ``f``'s ``/search`` into the segment ``g`` (the inverse of
-    :func:`join`, to resume a crawl whose files were joined)."""
+    """Copy the rank file ``f``'s ``/search`` into the segment ``g`` (inverse of :func:`join`)."""
     s, out = f[GROUP], g.create_group(GROUP)
     term = np.repeat(s["terms"][:], np.diff(s["offsets"][:]))
     tf, wtf = s["tf"][:], s["wtf"][:]
-    page = (tf > 0) | (wtf > 0)  # (not the postings of anchor text alone)
+    page = (tf > 0) | (wtf > 0)  # not the postings of anchor text alone
     out["postings/term"], out["postings/doc"] = term[page], s["docs"][:][page]
     out["postings/tf"], out["postings/wtf"] = tf[page], wtf[page]
     length, wlength = s["length"][:], s["wlength"][:]

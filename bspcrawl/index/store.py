@@ -1,38 +1,15 @@
-"""One rank's HDF5 index: pages, link graph (CSR), the index for ranking and per-superstep stats.
+"""One rank's HDF5 index: pages, link graph, inverted index and per-superstep stats.
 
-Everything here is owned by the scheduler thread alone (h5py is not thread-safe). Pages
-arrive through :meth:`RankStore.commit` in commit order, which is the sequence window's
-schedule order, and get dense doc ids 0, 1, 2, ... in that order.
-
-**Durability.** While a crawl runs, a rank's data goes to *segments*: every
-``index_flush_pages`` pages, and at every checkpoint, the pages, links, postings and stats
-buffered since the last segment are written to a new file
-``DIR/segments/rank-NNNN/SSSSSSSSSS.h5`` (S: the superstep it was sealed at) through a
-temporary file, fsync and rename. A killed process therefore leaves only whole segments;
-resuming from the checkpoint of superstep K deletes the segments sealed after K (their
-pages will be fetched again) and continues the doc ids. At the end, :meth:`close` joins the
-segments into ``DIR/rank-NNNN.h5`` (same way: temporary file, rename) and removes them.
-
-**Bounded memory.** Files are written on disk as they are filled (:func:`write_atomically`),
-and the join streams: it copies the segments' rows one segment at a time and merges their
-postings, each segment's sorted already, in batches of bounded size
-(:mod:`bspcrawl.index.ranking`). What stays proportional to the rank's pages is listed in
-``docs/scale.md``.
-
-Layout of ``DIR/rank-NNNN.h5`` (every dataset 1-D): ``/pages/*``, one row per page
-(:data:`PAGES`: name, dtype, meaning); ``/links/offsets`` and ``/links/targets``, the link
-graph in CSR form (``url_fp`` of each out-link, page by page); ``/stats``, one row per
-superstep (``counters.STATS_DTYPE``); ``/history``, ``/validators`` and ``/warc/files``
-(:mod:`bspcrawl.index.archive`); ``/search``, the inverted index
-(:mod:`bspcrawl.index.ranking`). ``docs/output.md`` documents them all, its tables generated
-from :data:`PAGES` and the counters (``scripts/gen_docs.py``).
-
-Root attributes: ``format`` ("bspcrawl-rank"), ``layout`` (:data:`LAYOUT`), ``version``,
-``rank``, ``ranks``, ``settings`` (JSON), ``started``, ``finished`` (Unix times) and
-``complete`` (bool). A segment holds its stretch's pages, links, stats, archive rows, the
-terms it adds to the vocabulary (``vocab`` and ``vocab_hash``) and its ``search`` group
-(:class:`ranking.SearchBuffer`). Files of another layout (an older bspcrawl's) are refused
-with :class:`LayoutError`.
+Owned by the scheduler thread alone (h5py is not thread-safe). Pages arrive through
+:meth:`RankStore.commit` in commit order and get dense doc ids 0, 1, 2, ... in that order.
+While a crawl runs, what was committed since the last seal goes to a new *segment*
+(``DIR/segments/rank-NNNN/SSSSSSSSSS.h5``, S its superstep) every ``index_flush_pages``
+pages and at every checkpoint, so a killed process leaves only whole segments and a
+resume drops those sealed after its checkpoint. At the end the segments are joined,
+streaming, into ``DIR/rank-NNNN.h5``. Every file is written on disk as it is filled and
+renamed into place (:func:`write_atomically`): a reader sees it whole or not at all.
+The layout is in ``docs/output.md`` (its tables generated from :data:`PAGES`); a file of
+another :data:`LAYOUT` is refused with :class:`LayoutError`.
 """
 
 from __future__ import annotations
@@ -84,21 +61,21 @@ PAGES: tuple[tuple[str, np.dtype | type, str], ...] = (  # /pages/*: name, dtype
 PAGE_FIELDS: dict[str, np.dtype | type] = {name: dtype for name, dtype, _ in PAGES}
 
 
-def answered_ok(status: np.ndarray, revisit: np.ndarray) -> np.ndarray:
-    """Which pages count as ``pages_ok``: answered 2xx, or served from the archive on a
-    revisit (304 or still fresh): the pages whose body is indexed."""
-    return ((status >= 200) & (status < 300)) | (revisit > 0)
 FORMAT = "bspcrawl-rank"
 LAYOUT = 2  # of segments and rank files: raised when what they hold changes
 
 
+def answered_ok(status: np.ndarray, revisit: np.ndarray) -> np.ndarray:
+    """The pages whose body is indexed (``pages_ok``): answered 2xx, or restored from the
+    archive on a revisit."""
+    return ((status >= 200) & (status < 300)) | (revisit > 0)
+
+
 def rank_path(out: Path, rank: int) -> Path:
-    """``DIR/rank-NNNN.h5``."""
     return out / f"rank-{rank:04d}.h5"
 
 
 def segment_dir(out: Path, rank: int) -> Path:
-    """``DIR/segments/rank-NNNN``: where a running rank's sealed data lives."""
     return out / "segments" / f"rank-{rank:04d}"
 
 
@@ -110,22 +87,19 @@ def segments(out: Path, rank: int) -> list[tuple[int, Path]]:
 
 
 class LayoutError(Exception):
-    """A segment or rank file of another layout than :data:`LAYOUT` (an older bspcrawl's)."""
+    """A segment or rank file of another :data:`LAYOUT` (an older bspcrawl's)."""
 
 
 def check_layout(f: h5py.File) -> None:
-    """Raise :class:`LayoutError` unless ``f`` is a segment or rank file of this layout."""
     if f.attrs.get("layout") != LAYOUT:
         raise LayoutError(f"{f.filename} was written by an older bspcrawl; crawl again "
                           "with this version to use it")
 
 
 def write_atomically(path: Path, fill: Callable[[h5py.File], None], edit: bool = False) -> None:
-    """Create the HDF5 file ``path`` through ``fill``, written on disk as it is filled, into
-    a temporary file then fsynced and renamed: a reader sees the whole file or none. A
-    failed write (a full disk) raises one OSError and leaves no temporary file.
-    ``edit``: ``fill`` changes a copy of the existing file ``path`` instead of an empty one.
-    """
+    """Write ``path`` through ``fill`` into a temporary file, fsynced and renamed, so a
+    reader sees the whole file or none; a failed write raises one OSError and leaves no
+    temporary file. ``edit``: ``fill`` changes a copy of the existing file."""
     tmp = path.with_name(path.name + ".tmp")
     try:
         if edit:
@@ -142,12 +116,8 @@ def write_atomically(path: Path, fill: Callable[[h5py.File], None], edit: bool =
 
 
 class RankStore:
-    """Collects one rank's pages, links, postings and stats; seals them into segments.
-
-    ``resume_at``: continue the crawl whose last complete checkpoint is that superstep
-    (segments sealed after it are deleted; counters and vocabulary are read back).
-    ``archive``: the rank's history, validators and WARC writer, sealed with the pages.
-    """
+    """Collects one rank's pages, links, postings and stats and seals them into segments
+    (with ``archive``'s rows); ``resume_at``: continue from that superstep's checkpoint."""
 
     def __init__(self, out: Path, rank: int, ranks: int, settings: dict, flush_pages: int,
                  resume_at: int | None = None, archive: Archive | None = None) -> None:
@@ -158,7 +128,7 @@ class RankStore:
         self.started = time.time()
         self.buffer: dict[str, list] = {name: [] for name in PAGE_FIELDS}
         self.stats_buffer: list[np.ndarray] = []
-        self.link_buffer: list[np.ndarray] = []  # each page's link targets (int64)
+        self.link_buffer: list[np.ndarray] = []
         self.link_counts: list[int] = []
         # hashes of the terms met (bspcrawl.index.terms): those in a segment in ``vocab``,
         # a batch a segment; the others in ``new_terms``, with their terms
@@ -188,7 +158,7 @@ class RankStore:
 
     @property
     def buffered(self) -> int:
-        """Pages committed since the last segment."""
+        """Pages committed since the last seal."""
         return len(self.buffer["url"])
 
     def commit(self, result: FetchResult, url_fp: int, redirect: str,
@@ -196,29 +166,19 @@ class RankStore:
                fingerprint: int | None = None, title: str = "",
                fields: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
                pairs: np.ndarray = EMPTY.sequence) -> int:
-        """Append one fetched page with its out-links and term counts; returns its doc id.
-        ``content_fp``: xxh3-64 of its body (0: none); ``fingerprint``: the SimHash of
-        ``terms``, if computed already; ``title``, ``fields`` and ``pairs``: for the index
-        for ranking (:meth:`ranking.SearchBuffer.add_page`), which holds the postings."""
+        """Append one page with its out-links and postings; returns its doc id.
+        ``fingerprint``: the SimHash of ``terms`` when the caller computed it already."""
         doc = self.docs
         self.docs += 1
-        job, b = result.job, self.buffer
-        b["url"].append(job.url)
-        b["url_fp"].append(url_fp)
-        b["status"].append(result.status)
-        b["error"].append(result.error)
-        b["content_type"].append(result.content_type)
-        b["length"].append(len(result.body))
-        b["fetch_time"].append(result.started)
-        b["elapsed"].append(result.elapsed)
-        b["depth"].append(job.depth)
-        b["seq"].append(job.seq)
-        b["doc_id"].append(doc)
-        b["content_fp"].append(content_fp)
-        b["redirect"].append(redirect)
-        b["revisit"].append(result.revisit)
-        b["truncated"].append(result.truncated)
-        b["simhash"].append(simhash(terms) if fingerprint is None else fingerprint)
+        job = result.job
+        row = dict(url=job.url, url_fp=url_fp, status=result.status, error=result.error,
+                   content_type=result.content_type, length=len(result.body),
+                   fetch_time=result.started, elapsed=result.elapsed, depth=job.depth,
+                   seq=job.seq, doc_id=doc, content_fp=content_fp, redirect=redirect,
+                   revisit=result.revisit, truncated=result.truncated,
+                   simhash=simhash(terms) if fingerprint is None else fingerprint)
+        for name, value in row.items():
+            self.buffer[name].append(value)
         self.link_buffer.append(np.asarray(link_fps, dtype=np.int64))
         self.link_counts.append(len(link_fps))
         if len(terms):
@@ -237,12 +197,12 @@ class RankStore:
         return doc
 
     def add_stats(self, row: np.ndarray) -> None:
-        """Append one ``STATS_DTYPE`` row (one superstep); written with the next segment."""
+        """Append one superstep's ``STATS_DTYPE`` row, sealed with the next segment."""
         self.stats_buffer.append(row)
 
     def seal(self, superstep: int, rows: Callable[[h5py.File], None] | None = None) -> None:
-        """Write everything buffered as the segment of ``superstep`` (durably), with the
-        archive's rows (or what ``rows`` writes instead)."""
+        """Write everything buffered as the segment of ``superstep``, with the archive's rows
+        (or what ``rows`` writes instead)."""
 
         def fill(f: h5py.File) -> None:
             pages = f.create_group("pages")
@@ -273,9 +233,8 @@ class RankStore:
         self.search.clear()
 
     def carry(self, previous: Path, owns: Callable[[int], bool]) -> None:
-        """Begin a recrawl: seal this rank's share (the hosts it ``owns``, by host hash)
-        of the crawl in ``previous`` (history, validators) as the carried segment; take
-        it into the archive."""
+        """Begin a recrawl: seal this rank's share of ``previous``'s history and validators
+        (the hosts it ``owns``) as the carried segment, and load it into the archive."""
         assert self.archive is not None
         self.seal(archive_mod.PREVIOUS, rows=lambda f: archive_mod.carry(
             previous, self.out, owns, f))
@@ -290,8 +249,7 @@ class RankStore:
 
 
 def join_segments(out: Path, rank: int, ranks: int, settings: dict, complete: bool) -> Path:
-    """Join a rank's segments into ``DIR/rank-NNNN.h5`` (CSR links, the index for ranking)
-    and remove them; returns the file's path. Rows are copied one segment at a time."""
+    """Join a rank's segments, one at a time, into ``DIR/rank-NNNN.h5`` and remove them."""
     parts = [h5py.File(path, "r") for _, path in segments(out, rank)]
     try:
         for p in parts:
@@ -327,8 +285,8 @@ def join_segments(out: Path, rank: int, ranks: int, settings: dict, complete: bo
 
 
 def split_rank_file(out: Path, rank: int, superstep: int) -> None:
-    """Turn a joined ``DIR/rank-NNNN.h5`` back into one segment of ``superstep`` (to
-    resume a crawl that stopped and joined its files); the inverse of join_segments."""
+    """Turn ``DIR/rank-NNNN.h5`` back into one segment of ``superstep`` (the inverse of
+    :func:`join_segments`), to resume a crawl that stopped and joined its files."""
     path = rank_path(out, rank)
     segment_dir(out, rank).mkdir(parents=True, exist_ok=True)
     with h5py.File(path, "r") as f:
