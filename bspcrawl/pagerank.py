@@ -1,24 +1,14 @@
 """PageRank over a finished crawl's link graph, as BSP supersteps (``bspcrawl rank``).
 
-Page, Brin, Motwani and Winograd (1999), iterated the way Pregel (Malewicz et al., SIGMOD
-2010) does it: each rank owns a block of pages and, every superstep, sends the rank mass
-its pages give to pages of other ranks. The graph (nodes: every ``/pages`` row in
-``crawl.h5`` order; edges: links to fetched pages, each once, no self-links, a redirect
-to its target) is documented in ``docs/output.md`` ("The graph bspcrawl rank ranks").
-
-The ranks of ``bspcrawl rank`` need not be the crawl's: rank ``r`` of ``P`` owns the
-contiguous block of global rows ``[N r / P, N (r + 1) / P)`` (:func:`blocks`), read from
-whichever rank files hold them. One setup superstep resolves link fingerprints to global
-rows through a directory (fingerprint ``f`` is looked up at rank ``f mod P``) and tells
-every rank which of its rows each other rank will send mass to. Then every iteration is
-one sparse matrix-vector product per rank (``M @ c``: ``M`` sums, for each distinct
-remote or local target, the contributions ``c = x / outdegree`` of the local pages linking
-to it), one ``Ialltoallv`` of those float64 sums (counts fixed at setup), a ``bincount``
-to add them up at their owner, and one ``Iallreduce`` of two floats: the dangling pages'
-mass of this iterate and the L1 change of the last step (so convergence is seen one
-matrix-vector product late, and no second collective is needed). Both collectives are
-polled with ``Test`` and short sleeps (``bsp.wait``). Sums taken in another order differ in
-the last bits only: the vector is the same to 1e-9 on any number of ranks.
+Page, Brin, Motwani and Winograd, "The PageRank citation ranking", iterated as Pregel
+(Malewicz et al.) does: rank ``r`` of ``P`` owns the block ``[N r / P, N (r + 1) / P)`` of
+global rows (whatever the crawl's rank count) and each superstep sends the mass its pages
+give to other ranks' pages. One setup superstep resolves link fingerprints to rows through
+a directory at rank ``fp mod P`` and fixes what each rank sends to each other; then an
+iteration is one sparse product, one ``Ialltoallv`` and one ``Iallreduce`` of the dangling
+mass and the last step's change, so convergence is seen one step late without a second
+collective. The graph is defined in ``docs/output.md``; the vector is the same to 1e-9 on
+any number of ranks.
 """
 
 from __future__ import annotations
@@ -47,9 +37,8 @@ MAX_ITERATIONS = 1000
 
 @dataclass(slots=True)
 class Graph:
-    """One rank's share of the graph: the global rows ``[lo, lo + len(fp))``, their
-    fingerprints ``fp`` (int64), and the out-links of those rows as (``src``: local row,
-    ``target``: fingerprint) pairs, duplicates and unfetched targets still in."""
+    """One rank's rows ``[lo, lo + len(fp))``, their URL fingerprints, and their out-links
+    as (local row ``src``, fingerprint ``target``), repeats and unfetched targets still in."""
 
     lo: int
     fp: np.ndarray
@@ -72,14 +61,12 @@ class Result:
 
     @property
     def ns_per_edge(self) -> float:
-        """Wall time of the iterations per edge per iteration, in ns (the last matrix-vector
-        product, whose change is below the tolerance, is counted too)."""
+        """Wall time per edge per iteration, in ns, the last (converged) product included."""
         return self.iterate_s / max(self.edges * (self.iterations + 1), 1) * 1e9
 
 
 def blocks(n: int, size: int) -> np.ndarray:
-    """The ``size + 1`` bounds of the rank blocks of ``n`` rows: rank ``r`` owns
-    ``[bounds[r], bounds[r + 1])``."""
+    """The ``size + 1`` bounds of the rank blocks of ``n`` rows."""
     return np.arange(size + 1, dtype=np.int64) * n // size
 
 
@@ -95,8 +82,7 @@ def rank_files(out: Path) -> list[int]:
 
 
 def read_graph(out: Path, sizes: list[int], lo: int, hi: int) -> Graph:
-    """Read the global rows ``[lo, hi)`` of the crawl in ``out`` (rank files of ``sizes``
-    rows) and their out-links; a 3xx page's link is its redirect target."""
+    """The graph of global rows ``[lo, hi)``; a 3xx page links to its redirect target."""
     first = np.concatenate(([0], np.cumsum(sizes)))
     fps, srcs, targets = [], [], []
     for r, size in enumerate(sizes):
@@ -106,7 +92,7 @@ def read_graph(out: Path, sizes: list[int], lo: int, hi: int) -> Graph:
         with h5py.File(rank_path(out, r), "r") as f:
             fps.append(f["pages/url_fp"][a:b])
             offsets = f["links/offsets"][a:b + 1]
-            at = first[r] + a - lo  # local row of row a
+            at = first[r] + a - lo
             srcs.append(at + np.repeat(np.arange(b - a), np.diff(offsets)))
             targets.append(f["links/targets"][offsets[0]:offsets[-1]])
             status = f["pages/status"][a:b]
@@ -124,8 +110,8 @@ def read_graph(out: Path, sizes: list[int], lo: int, hi: int) -> Graph:
 
 def alltoallv(comm: MPI.Comm, values: np.ndarray, counts: np.ndarray
               ) -> tuple[np.ndarray, np.ndarray]:
-    """Send ``values`` (1-D, grouped by destination: ``counts[r]`` items for rank ``r``);
-    returns what every rank sent this one, in rank order, and how many from each."""
+    """Send ``counts[r]`` of ``values`` (grouped by destination) to rank ``r``; returns what
+    this rank received, in rank order, and how many from each."""
     counts = np.ascontiguousarray(counts, dtype=np.int64)
     recv_counts = np.empty_like(counts)
     wait([comm.Ialltoall(counts, recv_counts)])
@@ -136,15 +122,12 @@ def alltoallv(comm: MPI.Comm, values: np.ndarray, counts: np.ndarray
 
 
 def _by_rank(owner: np.ndarray, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """The order grouping items by their ``owner`` rank (stable), and the counts."""
     return np.argsort(owner, kind="stable"), np.bincount(owner, minlength=size)
 
 
 def resolve(comm: MPI.Comm, graph: Graph) -> np.ndarray:
-    """The global row of each ``graph.target`` (-1: not a fetched page), through a
-    directory: the (fingerprint, row) pairs of every page go to rank ``fp mod P``, which
-    answers the distinct fingerprints asked of it (a fingerprint of several rows: the
-    first)."""
+    """The global row of each ``graph.target`` (-1: not fetched; of several rows, the
+    first), asked of the rank ``fp mod P`` that holds the fingerprint's rows."""
     size = comm.Get_size()
     home = (graph.fp.view(np.uint64) % size).astype(np.int64)
     order, counts = _by_rank(home, size)
@@ -171,28 +154,17 @@ def resolve(comm: MPI.Comm, graph: Graph) -> np.ndarray:
 
 
 def edges(src: np.ndarray, dst: np.ndarray, lo: int, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """The graph's edges among (local ``src``, global ``dst``) link pairs of the rows
-    starting at global row ``lo`` (``n`` rows in all): unfetched targets (-1), self-links
-    and repeats dropped; sorted by target, then source."""
+    """The edges among (local ``src``, global ``dst``) link pairs, sorted by target then
+    source, without unfetched targets (-1), self-links or repeats."""
     keep = (dst >= 0) & (dst != lo + src)
-    key = distinct(dst[keep] * n + src[keep])
+    key = np.sort(dst[keep] * n + src[keep])  # a sort: cheaper than np.unique's hashing
+    key = key[np.concatenate(([True], key[1:] != key[:-1]))[:len(key)]]
     return key % n, key // n
 
 
-def distinct(a: np.ndarray) -> np.ndarray:
-    """The distinct values of ``a``, sorted: a sort and a comparison (at 10^7 int64, 0.15 s
-    where ``np.unique``'s hash table took 3.2 s)."""
-    s = np.sort(a)
-    return s[np.concatenate(([True], s[1:] != s[:-1]))[:len(s)]]
-
-
 class Iteration:
-    """One rank's part of the PageRank iteration once the setup superstep is done.
-
-    ``matrix`` sums the contributions of the local pages to each distinct target row,
-    grouped by the target's owner (``send_counts`` for each rank); ``recv_rows`` are the
-    local rows the sums received are for, in the order they arrive (fixed at setup).
-    """
+    """One rank's part of the iteration: ``matrix`` sums its pages' contributions to each
+    distinct target, grouped by owner; ``recv_rows``: the local rows of the sums received."""
 
     def __init__(self, comm: MPI.Comm, src: np.ndarray, dst: np.ndarray, bounds: np.ndarray,
                  damping: float) -> None:
@@ -205,7 +177,7 @@ class Iteration:
         self.dangling = degree == 0
         self.inv_degree = np.divide(1.0, degree, out=np.zeros(n), where=degree > 0)
         starts = np.flatnonzero(np.concatenate(([True], dst[1:] != dst[:-1]))[:len(dst)])
-        targets = dst[starts]  # the distinct targets, sorted: grouped by owner
+        targets = dst[starts]
         index = np.int32 if max(n, len(src)) < 2**31 else np.int64
         self.matrix = sp.csr_matrix(  # edges come sorted by target, then source
             (np.ones(len(src)), src.astype(index), np.append(starts, len(dst)).astype(index)),
@@ -217,9 +189,8 @@ class Iteration:
         self.n = n
 
     def step(self, x: np.ndarray, previous_change: float) -> tuple[np.ndarray, float]:
-        """Send this block's contributions and sum the ones received; returns the next
-        block and the global L1 change of the previous step (this block's is
-        ``previous_change``), summed in the ``Iallreduce`` that sums the dangling mass."""
+        """The next block, and the global L1 change of the previous step (this block's:
+        ``previous_change``), summed along with the dangling mass."""
         local = np.array([x[self.dangling].sum(), previous_change])
         total = np.empty(2)
         request = self.comm.Iallreduce(local, total, MPI.SUM)
@@ -235,9 +206,8 @@ class Iteration:
 def pagerank(comm: MPI.Comm, sizes: list[int], read: Callable[[int, int], Graph],
              damping: float = DAMPING, tolerance: float = TOLERANCE,
              max_iterations: int = MAX_ITERATIONS) -> Result:
-    """PageRank of the graph of ``sizes`` rows per rank file, where ``read(lo, hi)`` gives
-    the :class:`Graph` of rows ``[lo, hi)``; every rank of ``comm`` calls it and gets its
-    block (:func:`blocks`) of the vector."""
+    """PageRank of the graph of ``sizes`` rows per rank file (``read(lo, hi)``: its rows);
+    every rank of ``comm`` calls it and gets its block of the vector."""
     started = time.perf_counter()
     rank, size = comm.Get_rank(), comm.Get_size()
     bounds = blocks(sum(sizes), size)
@@ -263,7 +233,7 @@ def pagerank(comm: MPI.Comm, sizes: list[int], read: Callable[[int, int], Graph]
 
 
 def gather(comm: MPI.Comm, x: np.ndarray, bounds: np.ndarray) -> np.ndarray | None:
-    """The whole vector on rank 0 (None on the others), from every rank's block."""
+    """The whole vector on rank 0, None on the others."""
     whole = np.empty(int(bounds[-1])) if comm.Get_rank() == 0 else None
     counts = np.diff(bounds)
     wait([comm.Igatherv(x, [whole, (counts, bounds[:-1]), MPI.DOUBLE], root=0)])
@@ -271,8 +241,8 @@ def gather(comm: MPI.Comm, x: np.ndarray, bounds: np.ndarray) -> np.ndarray | No
 
 
 def store(out: Path, sizes: list[int], x: np.ndarray, attrs: dict) -> None:
-    """Write ``/rank/pagerank`` (and ``attrs`` on ``/rank``) into every rank file of the
-    crawl in ``out``, each through a copy and a rename, then join ``crawl.h5`` again."""
+    """Write ``/rank/pagerank`` and ``attrs`` into every rank file, then join ``crawl.h5``
+    again."""
     first = np.concatenate(([0], np.cumsum(sizes)))
     for r in range(len(sizes)):
         def fill(f: h5py.File, r: int = r) -> None:

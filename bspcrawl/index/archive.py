@@ -1,40 +1,16 @@
-"""A rank's memory of its fetches: validators, history and WARC bodies, and revisits.
+"""A rank's memory of its fetches: validators, history, WARC bodies, and revisits.
 
-This ties together :mod:`~bspcrawl.index.validators` (what each URL's last response said
-about caching), :mod:`~bspcrawl.index.history` (every fetched version of each URL) and
-:mod:`~bspcrawl.index.warc` (the bodies) for the crawl loop, after Yioop's cache history
-and validation (A. Kukreti, "Yioop full historical indexing in cache navigation", 2013):
-
-* :meth:`Archive.plan`, once per schedule: one batch lookup of the schedule's URLs in
-  the validator store. A URL whose archived copy is still fresh (``Expires`` or
-  ``max-age`` ahead) is not fetched: it becomes a result (``revisit`` = ``FRESH``)
-  delivered to the window at once. The others known get ``If-None-Match`` /
-  ``If-Modified-Since``.
-* :meth:`Archive.restore`, at commit: a 304 or a fresh URL gets the body and
-  Content-Type of its archived version back from the WARC file, so the page is parsed,
-  indexed and its links followed as if it had been downloaded again (a recrawl reaches
-  the same pages; its index is whole).
-* :meth:`Archive.record`, at commit: WARC records (response, or revisit for a 304 or an
-  unchanged body, and request), one history row (none for a fresh URL: nothing was
-  fetched), and, for a 2xx or 304 whose body is archived, the URL's new validators.
-
-Validators are kept only for archived bodies, so a URL is revalidated only when its body
-can be restored: with ``--no-warc`` there are no revisits (every URL is fetched whole) and
-the history rows have no body.
-
-**Recrawl** (``bspcrawl run --recrawl PREVIOUS_DIR``): each rank first carries its share of
-the previous crawl's history and validators (rows whose host it owns now, whatever P the
-previous crawl had) into a segment of its own, the *carried* segment (superstep
-``PREVIOUS``); a crawl directory therefore holds the whole history of its URLs. Bodies are
-not copied: ``/warc/files`` of a rank file lists the WARC files its history refers to,
-relative to the crawl directory, the previous crawls' ones first (``../prev/warc/...``).
-Keep the earlier crawls' ``warc/`` folders where they are (or move the crawls together).
-
-Segments (``bspcrawl.index.store``) carry what each sealed stretch added: ``history/*``
-(one column per ``history.FIELDS``) and ``validators/*`` (the rows updated:
-``fp``, ``etag``, ``last_modified``, ``expires``, ``fetched``, ``content_fp``); the
-joined rank file holds ``/history`` (``History.save``), ``/validators``
-(``ValidatorStore.save``) and ``/warc/files`` (:func:`join`).
+Ties :mod:`~bspcrawl.index.validators`, :mod:`~bspcrawl.index.history` and
+:mod:`~bspcrawl.index.warc` together for the crawl loop, after Yioop's cache history and
+validation (A. Kukreti, "Yioop full historical indexing in cache navigation"):
+:meth:`Archive.plan` skips the URLs whose archived copy is still fresh and makes the other
+known ones conditional; :meth:`Archive.restore` gives a 304 or a fresh URL its archived
+body back, so the page is indexed and its links followed as if downloaded again;
+:meth:`Archive.record` writes the WARC records, a history row and the new validators.
+Validators are kept only for archived bodies, so with ``--no-warc`` nothing is revisited.
+A recrawl first carries each rank's share of the previous crawl's history and validators
+into a segment of its own; bodies stay in the previous crawl's ``warc/``, which
+``/warc/files`` lists (``docs/revisits.md``).
 """
 
 from __future__ import annotations
@@ -70,14 +46,11 @@ VALIDATOR_FIELDS = ("fp", "etag", "last_modified", "expires", "fetched", "conten
 
 
 class Archive:
-    """One rank's validators, history and WARC writer (``warc`` False: no bodies kept).
+    """One rank's validators, history and WARC writer, owned by the scheduler thread.
 
-    Owned by the scheduler thread. ``files``: the WARC files of earlier crawls the history
-    refers to (relative to ``out``); a version in this crawl's WARC file ``I`` has
-    ``warc_file`` = ``len(files) + I``. ``revisits``: whether a URL may be scheduled again
-    in this crawl (``--revisit-after``, ``--recrawl``): only then are schedules looked up
-    and responses compared with the URL's archived version (a revisit record if
-    unchanged); otherwise validators and history are only recorded, in batches.
+    ``files``: the earlier crawls' WARC files the history refers to; this crawl's file ``I``
+    is ``warc_file`` ``len(files) + I``. Only with ``revisits`` (a URL may be fetched again)
+    are schedules looked up and validators and history kept in memory.
     """
 
     def __init__(self, out: Path, rank: int, warc: bool = True, revisits: bool = False) -> None:
@@ -101,8 +74,8 @@ class Archive:
     # ------------------------------------------------------------- the crawl
 
     def plan(self, jobs: list[FetchJob], now: float) -> list[FetchResult]:
-        """Look up a schedule's page jobs in one batch: set conditional headers on the
-        known ones; return results for the fresh ones (not to be fetched)."""
+        """Make a schedule's known jobs conditional; returns results for the fresh ones,
+        which are not fetched."""
         if not self.revisits or not jobs:
             return []
         self.flush()
@@ -118,9 +91,8 @@ class Archive:
                 for i in np.flatnonzero(fresh).tolist()]
 
     def restore(self, result: FetchResult, fp: int) -> None:
-        """Give a 304 or a fresh result the body and Content-Type of the archived version
-        (a fresh one also its status); any other result is left as it is, and so is one
-        whose body the archive lost."""
+        """Give a 304 or a fresh result the archived version's body and Content-Type (a
+        fresh one also its status), when the archive still has it."""
         if result.revisit != FRESH and (result.status != 304 or result.error):
             return
         result.revisit = result.revisit or NOT_MODIFIED
@@ -175,8 +147,7 @@ class Archive:
         self._updates.append((fp, v.etag, v.last_modified, v.expires, v.fetched, v.content_fp))
 
     def flush(self) -> None:
-        """Apply the history and validator rows recorded since the last flush (kept in
-        memory only when URLs may be revisited; else they only go to the segments)."""
+        """Apply the rows recorded since the last flush (in memory only with revisits)."""
         if self.revisits and self._applied < len(self._rows):
             rows = zip(*self._rows[self._applied:], strict=True)
             self.history.extend(**dict(zip(FIELDS, rows, strict=True)))
@@ -200,8 +171,8 @@ class Archive:
     # -------------------------------------------------------------- segments
 
     def drain(self, segment: h5py.File) -> None:
-        """Write what was recorded since the last segment into ``segment`` (after an
-        fsync of the WARC records it refers to)."""
+        """Write what was recorded since the last segment into ``segment``, after an fsync
+        of the WARC records it refers to."""
         self.flush()
         if self.writer is not None:
             self.writer.sync()
@@ -258,9 +229,8 @@ def take_rows(segment: h5py.File, history: History, store: ValidatorStore) -> li
 
 
 def join(f: h5py.File, parts: list[h5py.File], out: Path, rank: int) -> None:
-    """Write ``/history``, ``/validators`` and ``/warc/files`` of a rank file from its
-    segments (oldest first): the history rows copied one segment at a time, the
-    validators' latest rows (one per URL) gathered in a store first."""
+    """Write a rank file's ``/history``, ``/validators`` (each URL's latest row) and
+    ``/warc/files`` from its segments, one segment at a time."""
     kept = [p for p in parts if "history" in p]
     history = f.create_group("history")
     for name, dtype in FIELDS.items():
@@ -278,16 +248,14 @@ def join(f: h5py.File, parts: list[h5py.File], out: Path, rank: int) -> None:
 
 
 def own_files(out: Path, rank: int) -> list[str]:
-    """``warc/rank-RRRR-IIIII.warc.gz`` for I = 0 .. the rank's last file (finishing any
-    file a killed writer left open), relative to ``out``."""
+    """This rank's WARC files, relative to ``out`` (one a killed writer left open too)."""
     folder = out / WARC_DIR
     used = files_used(folder, rank) if folder.is_dir() else 0
     return [f"{WARC_DIR}/{warc_name(rank, i)}" for i in range(used)]
 
 
 def split(f: h5py.File, segment: h5py.File) -> None:
-    """Turn a joined rank file's archive back into segment rows (inverse of :func:`join`,
-    for resuming a crawl that stopped and joined its files)."""
+    """Turn a joined rank file's archive back into segment rows (inverse of :func:`join`)."""
     own = f"{WARC_DIR}/rank-"
     files = [p for p in f["warc/files"].asstr()[:].tolist() if not p.startswith(own)]
     write_rows(segment, {name: f["history"][name][:] for name in FIELDS},
@@ -305,9 +273,8 @@ def previous_hosts(previous: Path) -> np.ndarray:
 
 
 def carry(previous: Path, out: Path, owns: Callable[[int], bool], segment: h5py.File) -> int:
-    """Write into ``segment`` this rank's share of the crawl in ``previous``: the history
-    and validators of the hosts it ``owns`` (a test of host hashes). Returns the rows
-    carried."""
+    """Write into ``segment`` the history and validators of ``previous``'s hosts this rank
+    ``owns``; returns the rows carried."""
     rows: dict[str, list[np.ndarray]] = {name: [] for name in FIELDS}
     validators: dict[str, list] = {name: [] for name in VALIDATOR_FIELDS}
     files: list[str] = []
