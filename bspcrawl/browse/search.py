@@ -1,11 +1,8 @@
-"""The search box: the crawl's BM25 ranking for words, plain matching for a URL or host.
+"""The search box: the crawl's ranking for words, plain matching for a URL or host.
 
-A query of words goes to the crawl's index for ranking (:mod:`bspcrawl.search`, the
-ranking of ``bspcrawl search``: BM25F over title, headings, body and anchor text, phrase
-hits, PageRank once ``bspcrawl rank`` has run, duplicates folded), with a snippet for each
-result. A query that looks like a URL or a host (one token holding ``.``, ``/`` or ``:``,
-such as ``127.1.0.2`` or ``example.org/docs``), is matched plainly against the pages'
-titles and URLs.
+A query of words is ranked as ``bspcrawl search`` ranks it (:mod:`bspcrawl.search`), with
+a snippet per result; a single token holding ``.``, ``/`` or ``:`` (``example.org/docs``)
+is matched plainly against the pages' titles and URLs.
 """
 
 from __future__ import annotations
@@ -29,7 +26,6 @@ class Found:
 
 
 def looks_like_address(query: str) -> bool:
-    """True for a query of one token holding ``.``, ``/`` or ``:`` (a URL, a host)."""
     words = query.split()
     return len(words) == 1 and any(c in words[0] for c in "./:")
 
@@ -51,8 +47,8 @@ def plain(view: CrawlView, query: str, limit: int = LIMIT) -> list[Found]:
 
 
 class SearchBox:
-    """What ``/search`` answers for a crawl (module docstring). Thread-safe: the ranking's
-    searcher is opened on the first query and shared under a lock."""
+    """What ``/search`` answers; the searcher is opened on the first query and shared under
+    a lock."""
 
     def __init__(self, view: CrawlView, limit: int = LIMIT) -> None:
         self.view, self.limit = view, limit
@@ -60,7 +56,6 @@ class SearchBox:
         self._searcher: ranking.Searcher | None = None
 
     def search(self, query: str) -> list[Found]:
-        """The results of ``query``, best first."""
         if not query.split():
             return []
         if looks_like_address(query):

@@ -1,8 +1,7 @@
 """HDF5 files written on disk in bounded memory: 1-D columns written a part at a time.
 
-:func:`on_disk` opens an HDF5 file on an open file, written as it is filled (HDF5 never
-sees a failed write: see :class:`_Guarded`); :func:`concat` copies the same column of
-several files one after the other, one file's column in memory at a time;
+:func:`on_disk` opens an HDF5 file written as it is filled, which never sees a failed
+write; :func:`concat` copies the same column of several files one file at a time;
 :class:`Appender` grows a chunked column batch by batch.
 """
 
@@ -20,9 +19,8 @@ CHUNK = 1 << 16  # rows per HDF5 chunk of a growing column
 
 
 class _Guarded(io.RawIOBase):
-    """A file for h5py's ``fileobj`` driver that keeps the first failed write (a full
-    disk) instead of raising it into HDF5, and ignores the writes after it: HDF5 can crash
-    as it closes a file one of whose writes failed, so it never sees one."""
+    """A file for h5py's ``fileobj`` driver that keeps the first failed write and ignores
+    the rest: HDF5 can crash closing a file one of whose writes failed."""
 
     def __init__(self, raw: io.FileIO) -> None:
         super().__init__()
@@ -68,8 +66,8 @@ class _Guarded(io.RawIOBase):
 
 @contextmanager
 def on_disk(raw: io.FileIO, mode: str) -> Iterator[h5py.File]:
-    """An HDF5 file (``mode`` "w" or "r+") on the open file ``raw``, closed on leaving;
-    raises the OSError of its first failed write (a full disk) once it is closed."""
+    """An HDF5 file on the open file ``raw``; raises its first failed write's OSError once
+    closed."""
     guarded = _Guarded(raw)
     try:
         with h5py.File(guarded, mode) as f:
@@ -81,16 +79,13 @@ def on_disk(raw: io.FileIO, mode: str) -> Iterator[h5py.File]:
         raise guarded.failed
 
 
-
 def rows(parts: Sequence[h5py.File | h5py.Group], name: str) -> int:
-    """The rows of column ``name`` over all ``parts``."""
     return sum(p[name].shape[0] for p in parts)
 
 
 def concat(f: h5py.File | h5py.Group, name: str, parts: Sequence[h5py.File | h5py.Group],
            source: str, dtype: Any, maxshape: tuple | None = None) -> h5py.Dataset:
-    """Create column ``name`` in ``f``: the ``parts``' columns ``source`` one after the
-    other."""
+    """Create column ``name`` in ``f``: the ``parts``' columns ``source`` one after another."""
     d = f.create_dataset(name, (rows(parts, source),), dtype, maxshape=maxshape)
     at = 0
     for p in parts:
@@ -109,7 +104,6 @@ class Appender:
         self.size = 0
 
     def append(self, values: np.ndarray) -> None:
-        """Write ``values`` after the rows written so far."""
         if len(values):
             self.column.resize((self.size + len(values),))
             self.column[self.size:] = values

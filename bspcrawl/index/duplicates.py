@@ -1,19 +1,12 @@
 """Exact and near-duplicate clusters of a finished crawl's pages (``inspect --duplicates``).
 
-Only *indexable answers* take part: pages answered 2xx (or served from the archive on a
-revisit). Two of them are
-
-- **exact duplicates** when their bodies have the same ``/pages/content_fp`` (xxh3-64);
-- **near-duplicates** when their ``/pages/simhash`` (``index/simhash.py``, 0 = no terms:
-  left out) differ in at most ``K = 3`` bits.
-
-Clusters are the connected components of both relations (so a cluster can chain pages
-more than 3 bits apart through others). Near pairs are found as Manku, Jain and Das Sarma
-(WWW 2007) do, with blocks instead of their permuted tables: split the 64 bits into 4
-blocks of 16; two fingerprints within 3 bits agree on at least one block (pigeonhole), so
-only the fingerprints that share a block value are compared, block by block, after
-sorting by it. Equal fingerprints are collapsed first, so a thousand copies of one page
-cost one comparison. A cluster is named by its lowest row in ``crawl.h5`` order.
+Among the pages whose body is indexed, two are exact duplicates when their
+``content_fp`` are equal, near-duplicates when their ``simhash`` (0: none) differ in at
+most ``K`` bits; clusters are the connected components of both relations, each named by
+its lowest ``crawl.h5`` row. Near pairs are found as Manku, Jain and Das Sarma, "Detecting
+near-duplicates for web crawling", with blocks instead of permuted tables: two
+fingerprints within 3 bits agree on one of 4 blocks of 16 bits, so only those sharing a
+block value are compared (``docs/duplicates.md``).
 """
 
 from __future__ import annotations
@@ -29,18 +22,15 @@ from bspcrawl.index.inspect import open_crawl
 from bspcrawl.index.simhash import K
 from bspcrawl.index.store import answered_ok
 
-BLOCKS = 4
-"""16-bit blocks the fingerprints are split into (K + 1, for the pigeonhole)."""
+BLOCKS = 4  # K + 1, for the pigeonhole
 
 
 def popcount(x: np.ndarray) -> np.ndarray:
-    """The number of 1 bits of each uint64 of ``x``."""
     return np.unpackbits(x.view(np.uint8).reshape(-1, 8), axis=1).sum(axis=1)
 
 
 def near_pairs(values: np.ndarray, k: int = K) -> tuple[np.ndarray, np.ndarray]:
-    """Index pairs ``(i, j)``, ``i < j``, of the distinct uint64 ``values`` within ``k``
-    bits of each other (``k < BLOCKS``), each pair once."""
+    """Index pairs ``(i, j)``, ``i < j``, of the distinct ``values`` within ``k`` bits."""
     assert k < BLOCKS
     found_i, found_j = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
     shift = 64 // BLOCKS
@@ -48,7 +38,7 @@ def near_pairs(values: np.ndarray, k: int = K) -> tuple[np.ndarray, np.ndarray]:
         key = (values >> np.uint64(b * shift)) & np.uint64((1 << shift) - 1)
         order = np.argsort(key, kind="stable")
         key = key[order]
-        for d in range(1, len(values)):  # compare each value with the d-th next of its block
+        for d in range(1, len(values)):  # each value against the d-th next of its block
             same = np.flatnonzero(key[:-d] == key[d:])
             if not len(same):
                 break
@@ -62,8 +52,8 @@ def near_pairs(values: np.ndarray, k: int = K) -> tuple[np.ndarray, np.ndarray]:
 
 def clusters(content_fp: np.ndarray, simhash: np.ndarray, eligible: np.ndarray,
              k: int = K) -> np.ndarray:
-    """For each row, the lowest row of its duplicate cluster (itself when it has no
-    duplicate, or is not ``eligible``): exact by ``content_fp``, near by ``simhash``."""
+    """For each row, the lowest row of its cluster (itself when it has no duplicate or is
+    not ``eligible``)."""
     n = len(content_fp)
     rows = np.flatnonzero(eligible)
     edges_a, edges_b = [np.zeros(0, np.int64)], [np.zeros(0, np.int64)]
@@ -86,9 +76,7 @@ def clusters(content_fp: np.ndarray, simhash: np.ndarray, eligible: np.ndarray,
 
 
 def cluster_of(out: Path) -> np.ndarray:
-    """For each row of ``out/crawl.h5`` (rank file by rank file, doc by doc), the row
-    naming its duplicate cluster: its lowest row; a page without duplicates names itself.
-    Fold search results by it."""
+    """For each row of ``out/crawl.h5``, the lowest row of its duplicate cluster."""
     with open_crawl(out) as f:
         p = f["pages"]
         return clusters(p["content_fp"][:], p["simhash"][:],
@@ -97,7 +85,7 @@ def cluster_of(out: Path) -> np.ndarray:
 
 @dataclass(slots=True)
 class Cluster:
-    """A cluster of two or more pages: ``exact`` when they all have one body."""
+    """Two or more duplicate pages; ``exact`` when they all have one body."""
 
     exact: bool
     rows: np.ndarray

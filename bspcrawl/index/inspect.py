@@ -1,8 +1,7 @@
 """Reading a finished crawl: what ``bspcrawl inspect`` shows (summary, URLs, history, bodies).
 
-Times given to ``--at`` (:func:`parse_time`): ``@SECONDS`` (Unix time), a Wayback-style
-``YYYY[MM[DD[hh[mm[ss]]]]]`` (UTC) or ISO 8601 (``2024-01-02``, ``2024-01-02T03:04:05Z``,
-with an offset; without one it is UTC).
+Every reader opens ``crawl.h5`` through :func:`open_crawl`, which turns a missing,
+foreign or older file into one :class:`OutputError` line.
 """
 
 from __future__ import annotations
@@ -46,9 +45,8 @@ def open_crawl(out: Path) -> h5py.File:
 
 
 def summary(out: Path) -> dict:
-    """The crawl's summary: ranks, supersteps, pages, bytes, wall time, errors by kind,
-    every counter of ``counters.COUNTERS`` over the whole crawl, and PageRank's figures
-    (the attributes of ``/rank``) once ``bspcrawl rank`` has run."""
+    """The crawl's summary: pages, bytes, wall time, errors by kind, every counter over the
+    whole crawl, and PageRank's attributes once ``bspcrawl rank`` has run."""
     with open_crawl(out) as f:
         pages = f["pages"]
         status = pages["status"][:]
@@ -89,8 +87,8 @@ def urls(out: Path) -> Iterator[tuple[str, int]]:
 
 
 def versions(out: Path, url: str) -> list[tuple[Version, Path | None]]:
-    """Every archived version of ``url`` in the crawl, oldest first, each with the WARC
-    file holding its body (None: no body kept)."""
+    """Every archived version of ``url``, oldest first, with the WARC file of its body
+    (None: no body kept)."""
     canonical = parse(url)
     if canonical is None:
         raise OutputError(f"not an absolute http(s) URL: {url[:200]!r}")
@@ -98,8 +96,6 @@ def versions(out: Path, url: str) -> list[tuple[Version, Path | None]]:
     with open_crawl(out) as f:
         for r in range(int(f.attrs["ranks"])):
             rank = f[f"ranks/{r:04d}"]
-            if "history" not in rank:
-                raise OutputError(f"{out} kept no history (crawled by bspcrawl before 0.2)")
             strip = strip_pattern(json.loads(rank.attrs["settings"])["url_strip_params"])
             fp = int(key_fingerprints([canonical], strip)[0])
             if not (rank["history/url_fp"][:] == fp).any():
@@ -127,8 +123,8 @@ def body(version: Version, path: Path | None) -> bytes:
 
 
 def parse_time(text: str) -> float:
-    """Unix time of ``@SECONDS``, ``YYYY[MM[DD[hh[mm[ss]]]]]`` or ISO 8601 (UTC unless an
-    offset is given); OutputError if it is none of these."""
+    """Unix time of ``@SECONDS``, Wayback's ``YYYY[MM[DD[hh[mm[ss]]]]]`` or ISO 8601 (UTC
+    unless an offset is given); OutputError if it is none of these."""
     try:
         if text.startswith("@"):
             return float(text[1:])

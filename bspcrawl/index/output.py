@@ -1,20 +1,9 @@
-"""The output directory: checked before a crawl, and joined into ``crawl.h5`` after it.
+"""The output directory: checked before a crawl, joined into ``crawl.h5`` after it.
 
-A crawl owns exactly ``crawl.h5``, ``rank-NNNN.h5``, ``warc/``, ``indexes/`` (CDXJ),
-``segments/``, ``checkpoint/``, ``seen/`` (the seen sets' spill files while a crawl runs)
-(and a ``stop`` request, and the ``.tmp`` files of a crawl killed while writing) in its
-directory.
-:func:`prepare` refuses a directory holding anything else, and refuses an earlier crawl's
-files unless ``overwrite`` is set, so a mistyped ``--out`` never destroys data.
-
-``crawl.h5`` (written by :func:`join` on rank 0 once every rank has closed its file) holds
-no copies: ``/pages/*`` and ``/stats`` are virtual datasets that concatenate the ranks'
-datasets in rank order, ``/pages/rank`` (int16) says which rank each row came from,
-``/ranks/NNNN`` are external links to each rank file's root (for ``/search`` and
-``/links``, whose doc ids and offsets are per rank), ``/rank/pagerank`` concatenates the
-ranks' PageRank once ``bspcrawl rank`` has written it (``pagerank.py``), and the root
-attributes hold the crawl's global summary. ``h5py.File("DIR/crawl.h5")`` therefore
-shows the whole crawl.
+:func:`prepare` refuses a directory holding anything but a crawl's files, and an earlier
+crawl's files unless ``overwrite`` is set, so a mistyped ``--out`` never destroys data.
+:func:`join` writes ``crawl.h5`` without copies: virtual datasets over the rank files and
+links to them, so ``h5py.File("DIR/crawl.h5")`` shows the whole crawl (``docs/output.md``).
 """
 
 from __future__ import annotations
@@ -35,8 +24,7 @@ from bspcrawl.index.store import LAYOUT, PAGE_FIELDS, rank_path, write_atomicall
 CRAWL_FILE = "crawl.h5"
 STOP_FILE = "stop"  # ``bspcrawl stop DIR`` creates DIR/stop: the crawl stops soon after
 SEEN_DIR = "seen"  # DIR/seen/rank-NNNN: a running rank's spilled seen set (a cache)
-FRONTIER_DIR = "frontier"  # DIR/frontier/rank-NNNN: a rank's backlog and seen-set journal,
-# which checkpoints refer to (not a cache)
+FRONTIER_DIR = "frontier"  # DIR/frontier/rank-NNNN: backlog and journal (not a cache)
 # what a crawl leaves, a killed one's temporary files too
 _OURS = re.compile(r"(crawl|rank-\d{4})\.h5(\.tmp)?|segments|checkpoint|seen|frontier|stop"
                    r"|warc|indexes|\.bspcrawl-write-test")
@@ -72,16 +60,16 @@ def prepare(out: Path, overwrite: bool) -> None:
 
 
 def request_stop(out: Path) -> None:
-    """Ask the crawl running in ``out`` to stop at its next superstep (``bspcrawl stop``,
-    the status page's button): create ``out/stop``; OutputError if none runs there."""
+    """Ask the crawl running in ``out`` to stop at its next superstep; OutputError if none
+    runs there."""
     if not (out / "segments").is_dir():
         raise OutputError(f"{out} holds no running crawl")
     (out / STOP_FILE).touch()
 
 
 def join(out: Path, ranks: int, summary: dict) -> Path:
-    """Write ``out/crawl.h5`` joining the rank files (``ranks`` of them, or more when a
-    crawl was resumed with fewer ranks); returns its path."""
+    """Write ``out/crawl.h5`` over the rank files (more than ``ranks`` when a crawl was
+    resumed with fewer ranks); returns its path."""
     ranks = max(ranks, len(list(out.glob("rank-[0-9][0-9][0-9][0-9].h5"))))
     files = [h5py.File(rank_path(out, r), "r") for r in range(ranks)]
     try:
