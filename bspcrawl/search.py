@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -100,11 +100,6 @@ class Totals:
     alength: float = 0.0
     pages: int = 0
 
-    def add(self, other: Totals) -> Totals:
-        return Totals(self.docs + other.docs, self.length + other.length,
-                      self.wlength + other.wlength, self.alength + other.alength,
-                      self.pages + other.pages)
-
     def average(self, name: str) -> float:
         """The mean of a length over the documents (1 for none, so norms stay finite)."""
         total = getattr(self, name)
@@ -119,9 +114,9 @@ class Shard:
         self.history: History | None = None
         with h5py.File(path, "r") as f:
             g = f[ranking.GROUP]
-            read = {name: g[name][:] for name in (
-                "terms", "offsets", "docs", "tf", "wtf", "atf", "length", "wlength",
-                "alength")}
+            (self.terms, self.offsets, self.docs, self.tf, self.wtf, self.atf, self.length,
+             self.wlength, self.alength) = (g[name][:] for name in (
+                 "terms", "offsets", "docs", "tf", "wtf", "atf", "length", "wlength", "alength"))
             self.pair_terms, self.pair_offsets = g["pairs/terms"][:], g["pairs/offsets"][:]
             self.pair_docs = g["pairs/docs"][:]
             self.weights = dict(zip(g.attrs["fields"], g.attrs["weights"].tolist(),
@@ -130,10 +125,6 @@ class Shard:
             self.fetch_time = f["pages/fetch_time"][:]
             self.url_fp = f["pages/url_fp"][:]
             self.pagerank = f["rank/pagerank"][:] if "rank/pagerank" in f else None
-        self.terms, self.offsets, self.docs = read["terms"], read["offsets"], read["docs"]
-        self.tf, self.wtf, self.atf = read["tf"], read["wtf"], read["atf"]
-        self.length, self.wlength = read["length"], read["wlength"]
-        self.alength = read["alength"]
         self.parts: dict[object, np.ndarray] = {}  # plain, ("highest", plain) -> parts
         self.scratch = np.zeros(len(self.length), np.float32)
 
@@ -277,11 +268,8 @@ def _pruned(lists: list[_List], pagerank: np.ndarray | None, k: int
         return None
     bound = sum(x.bound for x in rest) + (float(pagerank.max()) if pagerank is not None
                                           else 0.0)
-    if len(enumerated) == 1:
-        docs, partial = lists[enumerated[0]].docs, lists[enumerated[0]].values()
-    else:
-        docs = _union([lists[i].docs for i in enumerated])
-        partial = sum(lists[i].lookup(docs) for i in enumerated)
+    docs = _union([lists[i].docs for i in enumerated])
+    partial = sum(lists[i].lookup(docs) for i in enumerated)
     if len(docs) < k:
         return None
     if pagerank is not None:
@@ -324,10 +312,7 @@ class Searcher:
         self.comm = comm
         mine = [s.totals() for s in shards]
         every = [t for part in comm.allgather(mine) for t in part] if comm else mine
-        totals = Totals()
-        for t in every:
-            totals = totals.add(t)
-        self.totals = totals
+        self.totals = totals = Totals(*map(sum, zip(*map(astuple, every), strict=True)))
         self.pageranks = [s.pagerank_part(totals) for s in shards]
         self.pagerank_scores = [None if pr is None or plain else
                                 (self.mix["pagerank"] * pr).astype(np.float32)
