@@ -299,10 +299,8 @@ def _find(keys: np.ndarray, key: int) -> int | None:
 
 
 class Searcher:
-    """Scores queries over ``shards`` (``comm``: the shards of the other ranks too).
-
-    ``plain``: Lucene's BM25 over raw counts only (see the module docstring).
-    """
+    """Scores queries over ``shards`` with statistics of every rank's (``comm``);
+    ``plain``: Lucene's BM25 over raw counts only."""
 
     def __init__(self, shards: list[Shard], plain: bool = False, k1: float = K1,
                  b: float = B, mix: dict[str, float] | None = None,

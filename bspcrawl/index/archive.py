@@ -71,8 +71,6 @@ class Archive:
             self.writer.close()
             self.cdxj.flush()
 
-    # ------------------------------------------------------------- the crawl
-
     def plan(self, jobs: list[FetchJob], now: float) -> list[FetchResult]:
         """Make a schedule's known jobs conditional; returns results for the fresh ones,
         which are not fetched."""
@@ -167,8 +165,6 @@ class Archive:
             return self.out / self.files[warc_file]
         assert self.writer is not None
         return self.writer.path(warc_file - len(self.files))
-
-    # -------------------------------------------------------------- segments
 
     def drain(self, segment: h5py.File) -> None:
         """Write what was recorded since the last segment into ``segment``, after an fsync

@@ -200,7 +200,10 @@ class _Csr:
         self.rows += len(term)
         self.last = term[-1]
 
-    def close(self) -> None:
+    def write(self, batches: Iterator[dict[str, np.ndarray]]) -> None:
+        """Append every batch, then the final offset."""
+        for batch in batches:
+            self.append(batch)
         self.offsets.append(np.array([self.rows], np.int64))
 
 
@@ -258,15 +261,9 @@ def join(f: h5py.File, parts: list[h5py.File], weights: dict[str, float], scratc
                 run["term"], run["doc"], run["atf"] = a_term[order], a_doc[order], a_tf[order]
                 runs.append(run)
                 credit.clear()
-        csr = _Csr(g, POSTING_COLUMNS)
-        for batch in merged(runs, POSTING_COLUMNS):
-            csr.append(batch)
-        csr.close()
+        _Csr(g, POSTING_COLUMNS).write(merged(runs, POSTING_COLUMNS))
     g["alength"] = alength
-    pairs = _Csr(g.create_group("pairs"), {})
-    for batch in merged([part["pairs"] for part in s], {}):
-        pairs.append(batch)
-    pairs.close()
+    _Csr(g.create_group("pairs"), {}).write(merged([part["pairs"] for part in s], {}))
 
 
 def _targets(url_fp: np.ndarray, indexed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
