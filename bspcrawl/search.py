@@ -378,9 +378,8 @@ class Searcher:
         terms, bm25 = [], 0.0
         for word, t, i in zip(dict.fromkeys(query.words), query.terms.tolist(), idf.tolist(),
                               strict=True):
-            a, e = _span(shard.terms, shard.offsets, t)
-            at = a + int(np.searchsorted(shard.docs[a:e], hit.doc))
-            found = at < e and shard.docs[at] == hit.doc
+            at = _posting(shard.terms, shard.offsets, shard.docs, t, hit.doc)
+            found = at is not None
             part = float(parts[at]) if found else 0.0
             terms.append({"term": word.decode("utf-8", "replace"), "idf": round(i, 6),
                           "tf": int(shard.tf[at]) if found else 0,
@@ -392,7 +391,8 @@ class Searcher:
         if self.plain:
             return out
         pairs = [p for p in query.pairs.tolist()
-                 if _has(shard.pair_terms, shard.pair_offsets, shard.pair_docs, p, hit.doc)]
+                 if _posting(shard.pair_terms, shard.pair_offsets, shard.pair_docs, p,
+                             hit.doc) is not None]
         text = bm25 / max(float(idf.sum()), 1e-30)
         hits = len(pairs) / len(query.pairs) if len(query.pairs) else 0.0
         pr = self.pageranks[hit.shard]
@@ -407,10 +407,12 @@ class Searcher:
         return out
 
 
-def _has(keys: np.ndarray, offsets: np.ndarray, docs: np.ndarray, key: int, doc: int) -> bool:
+def _posting(keys: np.ndarray, offsets: np.ndarray, docs: np.ndarray, key: int, doc: int
+             ) -> int | None:
+    """The index of ``doc``'s posting of ``key`` in a CSR, or None."""
     a, e = _span(keys, offsets, key)
     at = a + int(np.searchsorted(docs[a:e], doc))
-    return bool(at < e and docs[at] == doc)
+    return at if at < e and docs[at] == doc else None
 
 
 @dataclass(slots=True)
