@@ -1,52 +1,16 @@
-"""Parse once: the links and the index text of a fetched HTML page, from one lexbor tree.
+"""The links and index text of a fetched HTML page, from one lexbor (HTML5) tree.
 
-A page is parsed once with lexbor (selectolax's ``LexborHTMLParser``, an HTML5 parser:
-the tree a browser builds, with no nesting cut-off, unlike libxml2's 255), and its links,
-invisible elements and visible text all come from that tree. Link elements are taken one
-tag name at a time with ``tags``, only for the names the markup has (the scan below counts
-them): cheaper than a CSS query, which sets up lexbor's selector engine for each tree.
-
-Links, in first-seen document order (the crawl must be deterministic), come from
-``a[href]``, ``area[href]``, ``link[href]`` with rel canonical, alternate or next
-(not stylesheets or icons), ``frame[src]``, ``iframe[src]`` and
-``<meta http-equiv="refresh" content="0; url=...">``, also inside a top-level
-``<template>`` or ``<noframes>`` (raw text to an HTML5 parser, so parsed on its own; an
-``<svg>`` ``<a xlink:href>`` is none). A ``<frame>`` the HTML5 tree builder drops (one
-after body content) is taken from the markup, after the other links. They are resolved
-(WHATWG, ``bspcrawl.urls.resolve``, the "#fragment" cut off first) against the first
-``<base href>`` (itself resolved against the page URL) or the page URL, kept only if
-http(s), de-duplicated. A fragment-only href ("#top") and an ``href`` without a value
-resolve to the page itself, as in a browser. ``<meta name="robots">`` gives noindex /
-nofollow ("none" is both); with nofollow the page has no links, with noindex no text.
-
-For the index for ranking (``index/ranking.py``) the page also gives each link's anchor
-text and the text of its headings by level (one walk of the tree per level present). Each
-href is touched as little as possible: de-duplicated per page, then a ``LinkCache``
-answers those already resolved for the same base; only the rest go to ada-url.
-
-Character set (in WHATWG's order): a BOM wins, then the ``charset`` argument (from
-the HTTP Content-Type), then a ``<meta charset>`` (or ``http-equiv`` Content-Type)
-in the first 1024 bytes; an undeclared body is UTF-8 if it is valid UTF-8, else
-windows-1252 (what browsers assume). Labels map as in WHATWG's Encoding standard
-(ISO-8859-1 and ASCII are windows-1252, GB2312 and GBK are GB18030, a ``<meta>``
-UTF-16 is UTF-8, ...); an unknown label, or one WHATWG has not (UTF-7), counts as
-none. Other encodings are transcoded to UTF-8 before parsing, invalid bytes become
-U+FFFD. An empty (or blank) body gives an empty ``ParsedPage``; no body raises.
-
-Hostile markup: HTML5 tree construction is quadratic in the nesting depth (block start
-tags and stray end tags look down the stack of open elements), worse with many active
-formatting elements (each is re-opened inside every new block: lexbor issue #340), and
-lexbor merges the attributes of every extra ``<html>``/``<body>`` with a linear search;
-browsers cap the depth (Chromium at 512), lexbor does not, so such pages take seconds to
-minutes unguarded. So every "<" of a page is looked at first (numpy), and unless the
-page has at most ``_QUICK_TAGS`` "<" and at most ``_QUICK_STYLES`` that may start a
-formatting element, its tags are scanned: per tag name, start tags minus end tags, never
-below zero (void elements, elements that close their own kind such as ``<p>`` or
-``<li>``, raw-text elements and ``<a>`` do not count), summed over the names, bounds the
-depth. The start tags that take that bound past ``MAX_DEPTH`` (or the formatting
-elements' past ``MAX_FORMATTING``), and the ``<html>``/``<body>`` after the first when
-there are more than 16, become bogus comments ("<div" -> "<!iv"): the page parses
-flatter, in time linear in its size, with all its text and links.
+- Links, unique and in document order, come from ``a``/``area[href]``, ``link[href]`` with
+  rel canonical, alternate or next, ``frame``/``iframe[src]`` and meta refresh (also inside
+  ``<template>`` and ``<noframes>``), resolved (WHATWG) against the first ``<base href>``,
+  http(s) only. ``<meta name="robots">`` noindex/nofollow drop the text/the links.
+- Index text: title and visible body text, each link's anchor text, headings by level.
+- Charset in WHATWG's order: BOM, HTTP charset, ``<meta>`` in the first 1024 bytes, else
+  UTF-8 if valid, else windows-1252; labels mapped as in WHATWG's Encoding standard.
+- Hostile markup: HTML5 tree building is quadratic in the nesting depth and lexbor has no
+  cap (browsers do), so the start tags past ``MAX_DEPTH`` (or ``MAX_FORMATTING`` open
+  formatting elements), and extra ``<html>``/``<body>``, become bogus comments: the page
+  parses flatter, in linear time, keeping its text and links.
 """
 
 from __future__ import annotations
@@ -73,23 +37,17 @@ from bspcrawl.urls import parse, resolve
 __all__ = ["DEFAULT_LINK_CACHE_ENTRIES", "LinkCache", "ParsedPage", "parse_html"]
 
 DEFAULT_LINK_CACHE_ENTRIES = 1 << 17
-"""Default ``LinkCache`` capacity in entries (about 150 bytes each, see ``LinkCache``)."""
 
-MAX_DEPTH = 128
-"""Bound on the nesting depth of a parsed page (see the module doc); Chromium's is 512."""
-MAX_FORMATTING = 4
-"""Bound on the open formatting elements (``<b>``, ``<i>``, ``<font>``, ...) of a page: each
-one open is re-opened in every new block, so more make pages of blocks slow."""
+MAX_DEPTH = 128  # nesting depth of a parsed page
+MAX_FORMATTING = 4  # open <b>, <i>, <font>...: each is re-opened in every new block
 
 _ABSOLUTE = ("http://", "https://")
 _UNRESOLVABLE = ""  # cached result of an href that gives no http(s) URL
 _SELF = "#"  # cached result of an href that is the base itself ("", "#top", ...)
 _PLAIN = re.compile(r"(?!$)((?:\.\.?/)*)((?:[\w~-][\w.~-]*(?:/[\w~-][\w.~-]*)*/?)?)",
                     re.ASCII)
-"""A relative path of plain segments (letters, digits, ``_.~-``, none starting with "."),
-after "./" and "../" segments: what WHATWG resolves against a base's directory by popping
-a segment per "../" (never the root) and appending the rest, with nothing to
-percent-encode or normalise, without a call to ada-url."""
+"""A relative path of plain segments after "./" and "../": resolved without ada-url by
+popping a directory per "../" and appending the rest."""
 _C0_OR_SPACE = "".join(map(chr, range(0x21)))  # what WHATWG strips from both ends
 _TAB_OR_NEWLINE = dict.fromkeys(map(ord, "\t\n\r"))  # what WHATWG removes everywhere
 _LINK_RELS = frozenset(("canonical", "alternate", "next"))
@@ -102,100 +60,56 @@ class ParsedPage:
     """What one HTML page gives the crawler and the index."""
 
     links: Sequence[str] = field(default_factory=list)
-    """Absolute http(s) URLs without fragment, unique, in first-seen document order (a
-    list)."""
+    """Absolute http(s) URLs without fragment, unique, in first-seen document order."""
     text: bytes = b""
-    """UTF-8 visible text for the index: title, newline, body text (not the content of
-    script, style, template, iframe, noframes or noembed).
-
-    BEWARE: the text nodes are joined as they are (the fast way), so words in
-    adjacent elements with no whitespace between them in the markup run together
-    ("<li>a</li><li>b</li>" gives "ab")."""
+    """UTF-8 title, newline, visible body text. BEWARE: text nodes are joined as they are,
+    so "<li>a</li><li>b</li>" gives "ab"."""
     title: str = ""
-    """The first ``<title>``, whitespace collapsed."""
     noindex: bool = False
     nofollow: bool = False
     anchors: Sequence[str] = field(default_factory=list)
-    """The anchor text of each of ``links``: that of the URL's first href in the markup (the
-    text of the first ``<a>`` of that href that has some; '' for none, for ``<link>``,
-    frames and meta refresh, and for a link to the page itself)."""
+    """Each link's anchor text: the first non-empty one of its hrefs ('' for the page itself)."""
     headings: dict[str, str] = field(default_factory=dict)
-    """The text of the page's ``<h1>`` ... ``<h5>`` by level (``"h1"``: every ``<h1>``'s
-    text, one a line; an ``<h6>`` counts as ``"h5"``), for the index's tag weights."""
+    """``"h1"`` ... ``"h5"`` (``<h6>`` counts as h5): the headings' text, one a line."""
 
 
 class LinkCache:
-    """Bounded per-crawl memo of link resolution: (part of the base, href) -> URL.
+    """Per-crawl memo of link resolution, keyed by the part of the base an href depends on.
 
-    Within one page the result of resolving an href depends only on part of the
-    base URL, so that part is the key (hrefs are as in the markup; their "#fragment"
-    is cut off before anything else):
-
-    * hrefs starting "http://" or "https://": nothing (one bucket for all bases);
-    * other hrefs starting "/" or "\\": the base's scheme, userinfo, host and port;
-    * hrefs starting "?" (after the leading C0 controls and spaces WHATWG strips):
-      nothing, the bucket holds their query as resolved, which follows the base up
-      to its own query;
-    * "http:..." and "https:..." without "//" (after that strip): the whole base,
-      so they bypass the cache;
-    * every other href: the base's directory (up to the last "/" of its path);
-      those empty or starting "#" (after that strip) are the base itself.
-
-    An href resolved through the first two buckets is also copied into the
-    directory bucket, so the next page of the same directory resolves all its
-    repeated hrefs with C-level passes (``map(dict.get)``), no Python loop.
-    Unresolvable hrefs ("javascript:...") are cached too.
-
-    Bounded by clear-when-full: when more than *capacity* entries are held, the
-    whole cache is dropped before the next page (no LRU bookkeeping per lookup; a
-    clear costs one page of misses per directory). An entry (dict slot, href and
-    URL strings; copies share the strings) takes about 150 bytes: the default
-    2^17 entries are ~20 MB. A page may overshoot *capacity* by its own hrefs.
-    Not thread-safe: one per parsing thread.
+    Absolute hrefs share one bucket, "/..." hrefs one per origin, "?..." one bucket of
+    queries, "http:x" (scheme-relative to the whole base) bypass it, the rest are keyed by
+    the base's directory, where every resolved href is also copied so that the next page
+    of a directory resolves with ``map(dict.get)``. Cleared whole when past *capacity*
+    entries. Not thread-safe: one per parsing thread.
     """
 
-    __slots__ = ("_buckets", "_size", "capacity", "clears", "lookups", "resolved")
+    __slots__ = ("_buckets", "_size", "capacity", "clears")
 
     def __init__(self, capacity: int = DEFAULT_LINK_CACHE_ENTRIES) -> None:
         if capacity < 1:
             raise ValueError(f"LinkCache capacity must be positive, got {capacity}")
         self.capacity = capacity
-        self._buckets: dict[str, dict[str, str]] = {}  # by key above: href -> URL
+        self._buckets: dict[str, dict[str, str]] = {}  # href -> URL
         self._size = 0
-        self.lookups = 0  # hrefs looked up (unique per page)
-        self.resolved = 0  # of those, resolved by ada-url (cache misses)
         self.clears = 0
 
     @property
     def entries(self) -> int:
-        """Entries held now (each href in each bucket counts)."""
         return self._size
 
-    def clear(self) -> None:
-        """Drop every entry (counters are kept)."""
-        self._buckets.clear()
-        self._size = 0
-
     def resolve_unique(self, hrefs: Iterable[str], base: str) -> list[str]:
-        """Resolve *hrefs* against *base*; http(s) URLs without fragment, unique, in order.
-
-        *base* must be in ``bspcrawl.urls`` resolved form; *hrefs* are best given
-        already unique, as a dict from ``dict.fromkeys``. The result equals
-        resolving each href, its "#fragment" cut off, with ``bspcrawl.urls.resolve``,
-        dropping None and keeping the first of equal URLs.
-        """
-        if not isinstance(hrefs, dict):
-            hrefs = dict.fromkeys(hrefs)
-        return _unique(self._resolve(hrefs, base), base)
+        """What ``bspcrawl.urls.resolve`` gives for each href, "#fragment" cut off, against
+        *base* (resolved form): the http(s) URLs, unique, in first-seen order."""
+        return self.resolve_anchored(dict.fromkeys(hrefs, ""), base)[0]
 
     def resolve_anchored(self, hrefs: dict[str, str], base: str
                          ) -> tuple[list[str], list[str]]:
-        """:meth:`resolve_unique` of the hrefs of ``{href: anchor text}``, and the anchor
-        text of each URL: its first href's ('' for the base itself)."""
+        """:meth:`resolve_unique` of ``{href: anchor text}``, and each URL's anchor text:
+        its first href's ('' for the base itself)."""
         urls = self._resolve(hrefs, base)
         found = dict(zip(urls, hrefs.values(), strict=True))  # first-seen order, last text
-        if len(found) < len(urls):  # a URL of two hrefs: the first one's text (the keys
-            found.update(zip(reversed(urls), reversed(hrefs.values()), strict=True))  # stay)
+        if len(found) < len(urls):  # a URL of two hrefs: the first one's text
+            found.update(zip(reversed(urls), reversed(hrefs.values()), strict=True))
         found.pop(_UNRESOLVABLE, None)
         links, anchors = list(found), list(found.values())
         if _SELF in found or base in found:  # the page itself: no anchor text, where first
@@ -209,12 +123,12 @@ class LinkCache:
     def _resolve(self, hrefs: dict, base: str) -> list[str]:
         """The URL of each href, in order (``_SELF``: the base, ``_UNRESOLVABLE``: none)."""
         if self._size > self.capacity:
-            self.clear()
+            self._buckets.clear()
+            self._size = 0
             self.clears += 1
         query = base.find("?")
         directory = base[: base.rfind("/", 0, query if query >= 0 else len(base)) + 1]
         near = self._buckets.setdefault(directory, {})
-        self.lookups += len(hrefs)
         urls = list(map(near.get, hrefs))
         if None in urls:
             keys = list(hrefs)
@@ -226,7 +140,6 @@ class LinkCache:
 
     def _fill(self, near: dict[str, str], missing: list[str], base: str,
               directory: str) -> list[str]:
-        """Resolve *missing* hrefs, caching in *near* those not for this page only."""
         buckets = self._buckets
         origin = base[: base.find("/", base.find("//") + 2)]
         path = base.partition("?")[0]
@@ -260,7 +173,6 @@ class LinkCache:
                     query = queries.get(cut)
                     if query is None:
                         url = resolve(cut, base)
-                        self.resolved += 1
                         if url is None:  # text no URL can hold (a lone surrogate)
                             urls.append(_UNRESOLVABLE)
                             continue
@@ -270,13 +182,11 @@ class LinkCache:
                     continue
                 if _same_scheme(stripped):  # "http:", "https:?q": relative to all the base
                     urls.append(resolve(cut, base) or _UNRESOLVABLE)
-                    self.resolved += 1
                     continue
                 far = None
             url = None if far is None else far.get(cut)
             if url is None:
                 url = resolve(cut, base) or _UNRESOLVABLE
-                self.resolved += 1
                 if far is not None:
                     far[cut] = url
                     self._size += 1
@@ -286,24 +196,8 @@ class LinkCache:
         return urls
 
 
-def _unique(urls: list[str], base: str) -> list[str]:
-    """The http(s) URLs of ``urls`` (as ``LinkCache._resolve`` gives them), unique, in
-    first-seen order, ``_SELF`` as the base."""
-    found = dict.fromkeys(urls)
-    found.pop(_UNRESOLVABLE, None)
-    links = list(found)
-    if _SELF in found:  # the base, where it is first
-        at = links.index(_SELF)
-        first = links.index(base) if base in found else at
-        links[min(at, first)] = base
-        if first != at:
-            del links[max(at, first)]
-    return links
-
-
 def _same_scheme(href: str) -> bool:
-    """True for "http:..." / "https:..." without "//": WHATWG resolves those relative to
-    the whole base when the base has that scheme ("http:" is the base itself)."""
+    """"http:x" without "//": WHATWG resolves it against the whole base of that scheme."""
     clean = href.translate(_TAB_OR_NEWLINE).lower()
     return clean.startswith(("http:", "https:")) and not clean.startswith(_ABSOLUTE)
 
@@ -332,7 +226,7 @@ _SUPPORTED = frozenset(  # Python names of the encodings WHATWG's Encoding stand
 
 @functools.lru_cache(maxsize=512)
 def _codec(label: str) -> str | None:
-    """The Python codec of charset *label* as WHATWG reads it, or None if unsupported."""
+    """The Python codec of charset *label* as WHATWG reads it, or None."""
     name = label.strip().strip("\"'").strip().lower()
     try:
         name = codecs.lookup(_LABELS.get(name, name)).name
@@ -343,7 +237,6 @@ def _codec(label: str) -> str | None:
 
 
 def _utf8(body: bytes, charset: str | None) -> bytes:
-    """*body* as UTF-8 (see the module doc for how its encoding is found)."""
     if body.startswith(b"\xef\xbb\xbf"):
         return body[3:]
     if body.startswith((b"\xff\xfe", b"\xfe\xff")):
@@ -373,9 +266,7 @@ def _utf8(body: bytes, charset: str | None) -> bytes:
 
 # -- hostile markup -----------------------------------------------------------------
 
-_QUICK_TAGS, _QUICK_STYLES = 1500, 64
-"""Pages with at most this many "<", at most this many of them maybe starting a formatting
-element, are parsed unscanned: too few tags to nest deep enough to be slow."""
+_QUICK_TAGS, _QUICK_STYLES = 1500, 64  # fewer "<" (formatting "<") than this: no scan
 _UNCOUNTED_NAMES = (  # never nest by themselves: void, closing their own kind, raw text
     b"area base br col embed hr img input link meta source track wbr param keygen frame "
     b"basefont bgsound image p li dd dt option optgroup td th tr tbody thead tfoot "
@@ -388,12 +279,12 @@ _U = np.uint64
 
 
 def _key(name: bytes) -> int:
-    """The key of a tag name: its first 7 bytes, little-endian (see ``_tags``)."""
+    """A tag name's first 7 bytes, little-endian (as ``_tags`` reads them)."""
     return int.from_bytes(name[:7].ljust(8, b"\0"), "little")
 
 
 def _table(names: bytes) -> np.ndarray:
-    """A hash set of tag keys: ``table[key % _BUCKETS] == key`` for the keys of *names*."""
+    """A hash set: ``table[key % _BUCKETS] == key`` for the keys of *names*."""
     table = np.zeros(_BUCKETS, dtype=np.uint64)
     for key in map(_key, names.split()):
         if table[key % _BUCKETS]:
@@ -408,8 +299,7 @@ _HTML_KEY, _BODY_KEY = _U(_key(b"html")), _U(_key(b"body"))
 _ONES, _HIGH_BITS, _SEVEN_BYTES = _U(0x0101010101010101), _U(0x8080808080808080), _U(2**56 - 1)
 _BELOW_BANG = _U(0x2121212121212121)  # name-ending bytes: <= 0x20, "/" and ">"
 _SLASHES, _GTS = _U(0x2F2F2F2F2F2F2F2F), _U(0x3E3E3E3E3E3E3E3E)
-_LOWER = _U(0x2020202020202020)  # ASCII letters to lower case (the other bytes of a name
-# change too, alike in start and end tags)
+_LOWER = _U(0x2020202020202020)  # ASCII letters to lower case
 
 
 _NAMES = (  # the elements but <a> the walk takes (see _Walk)
@@ -436,9 +326,8 @@ _NAME_HASH = np.uint32(0xC50A52E9)  # (found by trying: puts _NAMES in distinct 
 
 
 def _name_buckets() -> tuple[np.ndarray, list[int]]:
-    """A hash set of the keys of ``_NAMES`` (their first 4 letters, little-endian; a bucket
-    is the top 4 bits of key * ``_NAME_HASH``): the key in each of the 16 buckets (0 for
-    none), and the bucket of each name."""
+    """A 16-bucket hash set of ``_NAMES``' first 4 letters (bucket: the top 4 bits of
+    key * ``_NAME_HASH``), and each name's bucket."""
     table = np.zeros(16, dtype=np.uint32)
     buckets: list[int] = []
     for name in _NAMES:
@@ -461,12 +350,9 @@ _FRAME_SRC = re.compile(  # (for the frames an HTML5 tree builder drops)
 
 
 def _tags(data: bytes, lt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The "<name" and "</name" of *data* at offsets *lt* as (offset of "<", key, end tag?).
-
-    The key is the name's first 7 bytes (at most), ASCII letters lower-cased, as a
-    little-endian uint64 (``_key``), found 8 bytes at a time with SWAR bit tricks (the
-    lowest flagged byte of ``(x - 0x0101..) & ~x & 0x8080..`` is x's first zero byte).
-    *lt* must be before the last 9 bytes of *data*."""
+    """The tags at offsets *lt* (before the last 9 bytes) as (offset, ``_key`` lower-cased,
+    end tag?), found with SWAR: the lowest flagged byte of ``(x - 0x0101..) & ~x & 0x8080..``
+    is x's first zero byte."""
     word = np.ndarray((len(data) - 8,), "<u8", data, 1, (1,))[lt]  # 8 bytes after "<"
     end = (word & _U(0xFF)) == 47
     word >>= end.astype(np.uint64) << _U(3)  # the name's bytes
@@ -485,10 +371,9 @@ def _tags(data: bytes, lt: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarr
 def _open_after(
     key: np.ndarray, end: np.ndarray, bucket: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per tag, the elements of its name open after it: start tags minus end tags, never
-    below zero (a stray end tag closes nothing). As (order, first, count): the counts
-    are in ``key[order]`` order (by name, then document order), and ``first`` is where
-    each name starts in it."""
+    """Per tag, the elements of its name open after it (start minus end tags, never below
+    zero) as (order, first, count): counts sorted by name then document order, ``first``
+    where each name starts."""
     order = np.argsort(bucket.astype(np.uint16), kind="stable")  # a radix sort
     sorted_key = key[order]
     new = np.empty(len(key), dtype=bool)
@@ -503,18 +388,16 @@ def _open_after(
     first = np.flatnonzero(new)
     group = np.cumsum(new) - 1
     count = total - (total[first] - step[first])[group]  # per name, before the clamp
-    # the running minimum within each name: later names are offset lower than any value
-    # of an earlier one, so one minimum.accumulate serves all
+    # the running minimum per name: each later name offset below the earlier ones
     offset = group * (2 * len(key) + 2)
     low = np.minimum.accumulate(count - offset) + offset
     return order, first, count - np.minimum(low, 0)
 
 
 def _defused(data: bytes) -> tuple[bytes, tuple[int, ...], list[int]]:
-    """*data* safe to parse (see the module doc); for each of ``_NAMES`` how many "<"
-    are followed by its first four letters (in either case): it has no more such elements;
-    and the heading levels (1 to 6) of the "<h1" ... "<h6" (either case) it holds."""
-    n = len(data) - 4  # (a "<" in the last 4 bytes starts none of those names)
+    """*data* safe to parse (see the module doc), an upper bound of the count of each of
+    ``_NAMES``, and the heading levels (1 to 6) present."""
+    n = len(data) - 4
     if n <= 0:
         return data, _NO_NAMES, []
     at = np.flatnonzero(np.frombuffer(data, np.uint8, n) == 60)  # each "<"
@@ -533,8 +416,7 @@ def _defused(data: bytes) -> tuple[bytes, tuple[int, ...], list[int]]:
         return data, names, levels
     lt, key, end = _tags(data, at[:quick])
     rename = []
-    # each <html> or <body> after the first adds its attributes to the first one's, a
-    # quadratic search in lexbor: past 16, only the first stays
+    # lexbor merges each extra <html>/<body>'s attributes by a linear search: past 16, rename
     top = (key == _HTML_KEY) | (key == _BODY_KEY)
     top &= ~end
     if np.count_nonzero(top) > 16:
@@ -551,8 +433,7 @@ def _defused(data: bytes) -> tuple[bytes, tuple[int, ...], list[int]]:
         order, first, count = _open_after(key, end, bucket)
         most = np.maximum.reduceat(count, first)  # per name; their sum bounds the depth
         if most.sum() > MAX_DEPTH or most[style[order[first]]].sum() > MAX_FORMATTING:
-            # in document order: the depth (bound) after each tag; rename the start tags
-            # past it
+            # the depth bound after each tag, in document order
             change = np.diff(count, prepend=0)
             change[first] = count[first]
             change[order] = change.copy()
@@ -583,12 +464,11 @@ _NONE = object()  # no such attribute
 
 @functools.cache
 def _selector(names: tuple[str, ...]) -> str:
-    """A CSS query of a[href] and the elements *names*."""
     return ",".join(("a[href]", *names))
 
 
 def _value(attrs: LexborAttributes, name: str) -> str | None:
-    """The value of attribute *name* ("" if it has none), None if there is no such one."""
+    """Attribute *name*'s value ("" if it has none), None if absent."""
     value = attrs.get(name, _NONE)
     return None if value is _NONE else value or ""
 
@@ -604,11 +484,8 @@ def _refresh_url(content: str) -> str | None:
 
 
 class _Walk:
-    """What one walk over the link elements of a tree finds.
-
-    Two ways, alike in what they find: ``walk_names``, tag name by tag name (lexbor's
-    ``tags``), and ``walk``, one CSS query of all names, for the pages with a
-    ``<template>`` or ``<noframes>``, whose links are outside the tree."""
+    """What one walk over the link elements of a tree finds: by a CSS query (``walk``,
+    which also enters ``<template>`` and ``<noframes>``) or tag name by tag name."""
 
     __slots__ = ("base", "frames", "hidden", "hrefs", "robots", "selector", "title")
 
@@ -623,8 +500,6 @@ class _Walk:
         self.hidden: list[LexborNode] = []  # elements whose text is not for the index
 
     def walk(self, tree: LexborHTMLParser | LexborNode, *, top: bool = True) -> None:
-        """Walk *tree* with one CSS query; *top*: also the content of its ``<noframes>``
-        and ``<template>``, where they are."""
         hrefs = self.hrefs
         for el in tree.css(self.selector):
             tag = el.tag_id
@@ -641,13 +516,9 @@ class _Walk:
                 hrefs[href] = el.text_lexbor()
 
     def walk_names(self, tree: LexborHTMLParser, counts: dict[str, int]) -> None:
-        """Walk *tree* (no ``<template>``, no ``<noframes>``) for the elements *counts*
-        names, then for its ``<a>``. The elements of a name are those of the ``<head>``
-        if it holds as many as *counts* gives (the page has no more), else ``tags``
-        finds them. If the ``<head>`` holds them all, their links come first, in the
-        order of the ``<head>`` (which has no ``<a>``). Else each element that gives a
-        link gets an ``<a>`` of it (no text) inserted before it, so that the ``<a>``
-        give all links in document order."""
+        """Walk *tree* (no ``<template>``/``<noframes>``) for the names in *counts*, then
+        its ``<a>``. Unless the ``<head>`` holds them all, each link element gets an empty
+        ``<a>`` of its link inserted before it, keeping the links in document order."""
         head: dict[int, list[LexborNode]] = {_TAG_IDS[name]: [] for name in counts}
         in_head: list[LexborNode] = []
         head_el = tree.head
@@ -682,8 +553,7 @@ class _Walk:
                 hrefs[href] = el.text_lexbor()
 
     def _other(self, el: LexborNode, tag: int, top: bool) -> str | None:
-        """Take what element *el* (not an ``<a>``, tag id *tag*) gives; return its link,
-        if any ("" for an attribute without a value)."""
+        """Record what non-``<a>`` element *el* gives; return its link, if any."""
         if tag == _AREA:
             return _value(el.attrs, "href")
         if tag == _LINK:
@@ -726,15 +596,14 @@ class _Walk:
         return None
 
     def dropped_frames(self, data: bytes) -> None:
-        """Add the ``<frame src>`` of *data* (when the tree builder dropped them all)."""
+        """Add the ``<frame src>`` of *data*, which the HTML5 tree builder dropped."""
         for match in _FRAME_SRC.finditer(data):
             src = (match[1] or match[2] or match[3] or b"").decode("utf-8", "replace")
             self.hrefs.setdefault(html.unescape(src), "")
 
 
 def _find(data: bytes, counts: tuple[int, ...]) -> tuple[LexborHTMLParser, _Walk] | None:
-    """The tree of the (defused) page *data* and what its walk finds (*counts* as
-    ``_defused`` gives them); None if it cannot be parsed."""
+    """The tree of defused *data* and what its walk finds; None if it cannot be parsed."""
     try:
         tree = LexborHTMLParser(data, options=_NO_EVENTS)
     except (SelectolaxError, ValueError):
@@ -753,12 +622,8 @@ def _find(data: bytes, counts: tuple[int, ...]) -> tuple[LexborHTMLParser, _Walk
 def parse_html(
     body: bytes, url: str, links: LinkCache, *, charset: str | None = None
 ) -> ParsedPage:
-    """Links and index text of the HTML page *body* fetched from *url*.
-
-    *links* is the crawl's ``LinkCache``; *charset* the one the server declared,
-    if any. Never raises for bad input: an empty body gives an empty page, a page
-    URL that is not http(s) gives no links.
-    """
+    """Links and index text of the HTML page *body* fetched from *url* (*charset*: the
+    server's). Bad input never raises: an empty page, or no links for a non-http(s) URL."""
     if not body or body.isspace():
         return ParsedPage()
     data, counts, levels = _defused(_utf8(body, charset))
@@ -790,7 +655,7 @@ def parse_html(
         if body_el is not None:
             text = body_el.text_lexbor().encode()
         text = title.encode() + b"\n" + text
-        for level in levels:  # a walk of the tree each
+        for level in levels:
             texts = [el.text_lexbor() for el in tree.tags(f"h{level}")]
             name = f"h{min(level, 5)}"
             headings[name] = "\n".join([headings[name], *texts] if name in headings else texts)
