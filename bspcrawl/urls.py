@@ -1,30 +1,12 @@
 """URL resolution, canonical form, host key and 64-bit fingerprints.
 
-Resolution follows the WHATWG URL Standard (https://url.spec.whatwg.org/) through
-ada-url; the crawler keeps only http and https URLs and never a fragment.
-
-Forms used across the crawler:
-
-* ``resolve(href, base)`` / ``parse(url)``: absolute, ada-normalised URL without
-  fragment and without userinfo, or None (invalid by the standard, or not http/https). Verified
-  against the WHATWG URL tests in ``tests/test_urls.py``.
-* ``canonical(url)``: the seen-set key. Today it is exactly the resolved form:
-  scheme and host lower-cased, IDNA to punycode, default port dropped, empty path
-  made "/", dot segments removed, percent-encoding as the standard does it,
-  fragment and userinfo cut. It does not sort or drop query parameters, and does not
-  touch the case of the path.
-* ``strip_params(url, pattern)``: the seen-set key proper: ``canonical`` minus the
-  query parameters (and ``;jsessionid=``-style path parameters) whose names match a
-  pattern, by default ``TRACKING_PARAMS`` (``utm_*``, click ids, session ids). The URL
-  fetched stays as resolved; only the key that decides "seen before" drops them.
-* ``host_key(url)``: ``"host:port"`` with the scheme's default port filled in, the
-  unit of partitioning over ranks and of per-host politeness.
-* ``registered_domain(key)``: the domain a host key's host was registered under
-  (``en.m.wikipedia.org:443`` -> ``wikipedia.org``; the Public Suffix List, private
-  section included, so every ``*.github.io`` site is its own); an IP address is its own.
-* ``fingerprint(url)`` / ``fingerprints(urls)``: xxh3_64 of the canonical form as a
-  signed int64 (fits ``np.int64``); ``host_hash(key)``: a stable non-negative
-  63-bit hash of a host key (never Python's salted ``hash()``).
+* ``resolve``/``parse``: the WHATWG URL Standard through ada-url, http(s) only, without
+  fragment or userinfo, else None. ``canonical`` is that form, the seen-set key before
+  ``strip_params`` drops tracking and session parameters (the URL fetched keeps them).
+* ``host_key``: ``"host:port"``, the unit of partitioning over ranks and of politeness;
+  ``registered_domain``: by the Public Suffix List (private section included).
+* ``fingerprint(s)``: xxh3_64 of the canonical form as int64; ``host_hash``: a stable
+  63-bit hash (never Python's salted ``hash()``).
 
 >>> resolve("../b/c.html#top", "http://Example.ORG:80/a/x.html")
 'http://example.org/b/c.html'
@@ -63,12 +45,8 @@ _INT64_MAX = (1 << 63) - 1
 
 
 def _has_bad_punycode(url: str) -> bool:
-    """True if a host label "xn--..." of *url* is not valid Punycode for IDNA.
-
-    ada-url 4.0 accepts such labels; the URL Standard (UTS #46 ToASCII) rejects
-    them (e.g. "xn--", "xn--pokxncvks"). ada's ToUnicode leaves an invalid label
-    unchanged, a valid one always decodes to non-ASCII text.
-    """
+    """True if a host label "xn--..." is invalid Punycode: ada-url accepts it, the URL
+    Standard (UTS #46) does not; ada's ToUnicode leaves such a label unchanged."""
     host = url.split("/", 3)[2].rpartition("@")[2]
     if host.startswith("["):
         return False
@@ -93,8 +71,8 @@ def _finish(url: str) -> str | None:
 
 
 def _without_userinfo(url: str) -> str:
-    """An ada href without its ``user:password@``: a crawler neither sends credentials
-    found in a link nor counts ``http://u@h/x`` as another page than ``http://h/x``."""
+    """An ada href without ``user:password@``: links' credentials are neither sent nor
+    make another page."""
     scheme, sep, rest = url.partition("://")
     authority, slash, path = rest.partition("/")
     return f"{scheme}{sep}{authority.rpartition('@')[2]}{slash}{path}"
@@ -110,11 +88,7 @@ def has_userinfo(url: str) -> bool:
 
 
 def resolve(href: str, base: str) -> str | None:
-    """Resolve *href* against the absolute URL *base* (WHATWG), fragment cut.
-
-    Returns None if the standard rejects the input or the result is not http(s)
-    (``javascript:``, ``mailto:``, ``data:``...).
-    """
+    """*href* resolved against *base* (WHATWG), fragment cut; None if invalid or not http(s)."""
     try:
         url = join_url(base, href)
     except ValueError:
@@ -132,11 +106,7 @@ def parse(url: str) -> str | None:
 
 
 def canonical(url: str) -> str:
-    """The seen-set key of *url*: the ``parse`` form (see the module docstring).
-
-    Idempotent: ``canonical(canonical(u)) == canonical(u)``.
-    Raises ValueError if *url* is not a valid absolute http(s) URL.
-    """
+    """The ``parse`` form of *url* (idempotent); ValueError if not an http(s) URL."""
     key = parse(url)
     if key is None:
         raise ValueError(f"not an absolute http(s) URL: {url!r}")
@@ -144,12 +114,8 @@ def canonical(url: str) -> str:
 
 
 def host_key(url: str) -> str:
-    """Lower-case ``"host:port"`` of an http(s) URL, default port filled in.
-
-    *url* must already be in resolved form (from ``resolve``, ``parse`` or
-    ``canonical``): the key is cut out of the string without re-parsing, which
-    keeps it well under a microsecond. IPv6 hosts keep their brackets
-    (``"[::1]:80"``). Raises ValueError if the scheme is not http(s).
+    """Lower-case ``"host:port"`` of a resolved http(s) URL, default port filled in, cut
+    out of the string without re-parsing; ValueError if not http(s).
 
     >>> host_key("http://user@127.1.0.5:8080/a?b")
     '127.1.0.5:8080'
@@ -165,14 +131,13 @@ def host_key(url: str) -> str:
     return host
 
 
-_PSL: PublicSuffixList | None = None  # loaded on first use (0.1 s)
+_PSL: PublicSuffixList | None = None  # loaded on first use
 _IPV4 = re.compile(r"[0-9.]+")
 
 
 def registered_domain(key: str) -> str:
-    """The registered domain of host key ``key`` ("host:port"): the public suffix plus one
-    label, by the Public Suffix List. An IP address, a name that is itself a public
-    suffix or has no dot (``localhost``) stands for itself.
+    """The public suffix plus one label of host key ``key``; an IP address, a public
+    suffix or a dotless name stands for itself.
 
     >>> registered_domain("en.m.wikipedia.org:443"), registered_domain("127.1.0.5:8080")
     ('wikipedia.org', '127.1.0.5')
@@ -187,8 +152,7 @@ def registered_domain(key: str) -> str:
 
 
 def domain_hash(key: str) -> int:
-    """:func:`host_hash` of the registered domain of host key ``key``: the key of the
-    per-domain budgets and hosts cap."""
+    """:func:`host_hash` of ``key``'s registered domain: the key of per-domain budgets."""
     return host_hash(registered_domain(key))
 
 
@@ -197,24 +161,14 @@ def _signed(value: int) -> int:
 
 
 def fingerprint(url: str, *, assume_canonical: bool = False) -> int:
-    """xxh3_64 of ``canonical(url)`` as a signed int64 value.
-
-    URLs that differ only by fragment, default port or other spellings the
-    standard normalises have equal fingerprints. Raises ValueError like
-    ``canonical``. With ``assume_canonical=True`` *url* is hashed as given (it
-    must come from ``resolve``/``parse``/``canonical``, as ``parse_html`` links
-    do), which saves re-parsing it.
-    """
+    """xxh3_64 of ``canonical(url)`` as a signed int64 (*assume_canonical*: *url* is
+    already in resolved form and hashed as given)."""
     key = url if assume_canonical else canonical(url)
     return _signed(xxh3_64_intdigest(key.encode()))
 
 
 def fingerprints(urls: list[str], *, assume_canonical: bool = False) -> np.ndarray:
-    """``fingerprint`` of each URL, as an int64 array of ``len(urls)``.
-
-    With ``assume_canonical=True`` the URLs are hashed as given (they must come
-    from ``resolve``/``parse``/``canonical``), which skips re-parsing them.
-    """
+    """``fingerprint`` of each URL, as an int64 array."""
     keys = urls if assume_canonical else map(canonical, urls)
     digests = map(xxh3_64_intdigest, map(str.encode, keys))
     hashes = np.fromiter(digests, dtype=np.uint64, count=len(urls))
@@ -232,8 +186,8 @@ TRACKING_PARAMS = (r"utm_[a-z0-9_]+|fbclid|gclid|dclid|gbraid|wbraid|msclkid|ycl
 
 
 def strip_params(url: str, pattern: re.Pattern[str] | None) -> str:
-    """*url* (resolved form) without the query and ``;name=value`` path parameters whose
-    names fully match *pattern*; the order of the others is kept.
+    """*url* without the query and ``;name=value`` path parameters whose names fully
+    match *pattern*.
 
     >>> strip_params("http://a.org/p;jsessionid=X1?id=3&utm_source=m&sid=9",
     ...              re.compile(TRACKING_PARAMS, re.I))
@@ -253,14 +207,12 @@ def strip_params(url: str, pattern: re.Pattern[str] | None) -> str:
 
 
 def strip_pattern(names: str | None) -> re.Pattern[str] | None:
-    """The compiled ``url_strip_params`` setting (names matched whole, any case), or None
-    when it is empty."""
+    """The compiled ``url_strip_params`` setting, or None when it is empty."""
     return re.compile(names, re.I) if names else None
 
 
 def key_fingerprints(urls: list[str], strip: re.Pattern[str] | None) -> np.ndarray:
-    """Seen-set keys (int64) of canonical URLs: their fingerprints once the parameters
-    ``strip`` names are cut (:func:`strip_pattern`; None: none)."""
+    """Seen-set keys of canonical URLs: fingerprints once ``strip``'s parameters are cut."""
     return fingerprints([strip_params(u, strip) for u in urls] if strip else urls,
                         assume_canonical=True)
 
@@ -272,10 +224,9 @@ def path_of(url: str) -> str:
 
 
 class PathTraps:
-    """The spider-trap shapes of a URL's path, after Heritrix's decide rules: more than
-    ``max_segments`` segments (TooManyPathSegments), or one segment, or a run of two or
-    three, repeated ``max_repeats`` times in a row (PathologicalPath: ``/a/a/a/``,
-    ``/x/y/x/y/x/y``). 0 turns a rule off.
+    """Spider-trap paths, after Heritrix's decide rules: more than ``max_segments``
+    segments, or a run of one to three segments repeated ``max_repeats`` times in a row
+    (``/x/y/x/y/x/y``); 0 turns a rule off.
 
     >>> PathTraps(40, 3).caught("http://h/a/b/a/b/a/b/")
     True

@@ -1,16 +1,12 @@
-"""The interface the three queues of Marin, Paredes and Bonacic (WIDM 2008) share.
+"""The bulk interface of the queues of Marin, Paredes and Bonacic (WIDM 2008, section 5).
 
-Section 5 of the paper runs the CBT, the QuickHeap and the binary heap through the same
-bulk operations of a crawler's superstep (insert-many and extract-many of R URLs) and
-compares their work (Figs. 8 and 9).  :class:`BulkQueue` is that interface.  It keeps
-what the three have in common -- argument checks, the id table (id -> handle, and
-``vals[handle]``: where the item sits), the size, the work counters, the simulated
-block caches, saving to HDF5 -- and each queue implements the few steps that differ
-(``_insert``, ``_extract``, ``_peek``, ``_update``, ``_delete``, ``_remap``,
-``_settle``, ``_check``, ``_save``, ``_load``).
-
-Items are distinct int64 ids with float64 priorities, held in numpy arrays (no Python
-object per item).  Order: priority descending, ties to the smaller id.
+The paper runs the CBT, the QuickHeap and the binary heap through a superstep's
+insert-many and extract-many of R URLs. :class:`BulkQueue` keeps what they share
+(argument checks, the id table, size, work counters, block caches, HDF5 saving); each
+queue supplies ``_insert``, ``_extract``, ``_peek``, ``_update``, ``_delete``,
+``_remap``, ``_settle``, ``_check``, ``_save`` and ``_load``. Items are distinct int64
+ids with float64 priorities in numpy arrays; order: priority descending, ties to the
+smaller id.
 """
 
 from __future__ import annotations

@@ -1,21 +1,11 @@
 """The binary heap baseline of Marin, Paredes and Bonacic (WIDM 2008, Figs. 8 and 9).
 
-The paper's BHeap does a bulk operation one item at a time: insert-many(R) is R
-sift-ups, extract-many(R) is R removals of the root, each a sift-down.  Every step
-depends on the last, so those loops run in Python on numpy arrays (no Python object
-per item); the one bulk step that vectorises is Floyd's bottom-up heap construction,
-which ``insert_many`` uses when the batch is at least ``HEAPIFY_RATIO`` times the
-heap (an empty heap, a reload): the nodes of one level have disjoint subtrees, so a
-level sifts down together, one numpy step per level below it.
-
-Layout: ``heap[0 .. N-1]``, children of ``i`` at ``2i + 1`` and ``2i + 2``, every
-parent before its children in the order (priority descending, ties to the smaller
-id); ``vals[handle]`` in the id table is the item's index.
-
-Work: a sift-up step is 1 comparison (item vs parent); a sift-down step is 2 (the
-two children, then the better child vs the item), 1 where there is one child.  Block
-I/O: heap index ``i`` is item slot ``i``; every slot a step reads or writes is
-reported.  ``binheap/sift_steps`` counts the steps.
+The paper's BHeap does a bulk operation one item at a time (R sift-ups, R root
+removals), so those loops run in Python on numpy arrays; ``insert_many`` of a batch of
+at least ``HEAPIFY_RATIO`` times the heap uses Floyd's bottom-up construction instead,
+one numpy step per level. Layout: ``heap[0 .. N-1]``, children of ``i`` at ``2i + 1``
+and ``2i + 2``; ``vals[handle]`` is the item's index. Work: a sift-up step is 1
+comparison, a sift-down step 2 (1 with one child); heap index ``i`` is slot ``i``.
 """
 
 from __future__ import annotations

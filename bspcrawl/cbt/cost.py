@@ -1,18 +1,11 @@
-"""Work counters of the queues: key comparisons (Fig. 8) and block I/O (Fig. 9).
+"""Work counters of the queues: key comparisons (Fig. 8) and block I/O (Fig. 9) of
+Marin, Paredes and Bonacic (WIDM 2008).
 
-Marin, Paredes and Bonacic (WIDM 2008) compare the CBT, the QuickHeap and the binary
-heap by the number of key comparisons (Fig. 8) and by the number of I/O operations
-when the queue lives on disk and only a memory of 10% or 30% of its size caches it
-(Fig. 9).  Our queues do their bulk steps with numpy, whose internal comparison counts
-say nothing about the algorithm, so each queue counts *analytically* what its
-algorithm does, with the formulas below (a partition of m items: m - 1; a merge of two
-sorted runs of m items: m - 1; a sift step: 1 or 2), into ``counters["queue/comparisons"]``.
-
-For I/O, a queue may be given :class:`BlockCache` objects: simulated LRU memories of
-``memory`` items in blocks of ``block`` items.  The queue reports the array positions
-(item slots) it reads or writes, a run of slots as one range and the cache works per
-block, so a scan of m items costs m / block cache steps, not m.  A miss is one block
-read; evicting a block written since it was read is one block write.
+numpy's own comparisons say nothing about the algorithm, so each queue counts what its
+algorithm does into ``counters["queue/comparisons"]`` (a partition or a merge of m
+items: m - 1; a sift step: 1 or 2). A :class:`BlockCache` is a simulated LRU memory of
+``memory`` items in blocks of ``block`` items; queues report the slots they read or
+write, a miss is one block read and evicting a written block one block write.
 
 >>> c = BlockCache(memory=4, block=2)        # two blocks of two items
 >>> c.touch_range(0, 6, write=True)          # slots 0..5: blocks 0, 1, 2; block 0 evicted

@@ -1,28 +1,16 @@
-"""A vectorised hash table from int64 ids to non-negative int values (the CBT's ``Leaf[]``).
+"""A vectorised hash table from int64 ids to non-negative ints (the CBT's ``Leaf[]``).
 
-The CBT of Marin, Paredes and Bonacic (WIDM 2008, section 3) keeps ``Leaf[i]``, the leaf
-that item ``i`` sits in.  Our items are arbitrary 64-bit URL fingerprints, so ``Leaf[]``
-cannot be a plain array indexed by id; a Python ``dict`` would cost a Python object and
-an interpreter round trip per item on every bulk insert and extract, more than the rest
-of a CBT round.  This table does the same job with numpy batches.
-
-Layout: open addressing with linear probing over ``cap`` (a power of two) slots::
+Items are 64-bit URL fingerprints, so ``Leaf[]`` of Marin, Paredes and Bonacic (WIDM
+2008) cannot be an array indexed by id, and a ``dict`` costs a Python round trip per
+item. Open addressing with linear probing over ``cap`` (a power of two) slots::
 
     keys  int64[cap]  the id stored in the slot
-    vals  int64[cap]  its value (>= 0; for the CBT: the item's leaf), or
-                      EMPTY (-1), or TOMB (-2: a deleted id, probing goes on)
+    vals  int64[cap]  its value (>= 0), EMPTY (-1) or TOMB (-2: deleted, probing goes on)
 
-The slot of an id is its *handle*: it stays put until the next rehash, so the CBT keeps
-handles in its buckets and reads ``keys``/``vals`` without hashing.  A rehash (growth,
-or clean-up of tombstones) returns ``remap[old_handle] -> new_handle``.
-
-Batch insertion probes all pending ids at once, one probe step per numpy round (the
-last few long sequences finish in a Python loop), and reuses the first tombstone on
-an id's probe sequence.  When several ids claim the same slot in a round the earliest
-in the batch wins (``np.minimum.at``, deterministic) and the others probe on.
-Deletion leaves a tombstone only where a probe sequence may run on (the next slot is
-not EMPTY).  A rehash to 3-6 slots per live id runs when live + tombstones pass
-cap / 2 or the table is mostly empty.  Expected cost of a batch of m ids: O(m).
+A slot is an id's *handle* until the next rehash, which returns ``remap[old] -> new``.
+Batches probe all ids at once, one step per numpy round; of ids claiming one slot the
+earliest in the batch wins (deterministic). A rehash to 3-6 slots per live id runs when
+live + tombstones pass cap / 2 or the table is mostly empty.
 """
 
 from __future__ import annotations

@@ -1,10 +1,8 @@
-"""Priority keys, the total order of items, and argument checks shared by the queues.
+"""Priority keys, the total order of items, and the queues' shared argument checks.
 
-Every queue of Marin, Paredes and Bonacic (WIDM 2008, section 5: CBT, QuickHeap, binary
-heap) orders items the same way: priority descending, then id ascending.  Priorities
-are float64; internally each becomes an int64 *sort key* (:func:`encode`) that sorts
-ascending in that order, with an exact round trip (:func:`decode`), so every queue
-compares (key, id) pairs of int64 and "smaller is better".
+Every queue orders items by priority descending, then id ascending. A float64
+priority becomes an int64 sort key (:func:`encode`) ascending in that order, with an
+exact round trip (:func:`decode`), so queues compare (key, id) int64 pairs.
 
 >>> k = encode(np.array([2.0, -1.0, 0.5]))
 >>> bool(k[0] < k[2] < k[1]), decode(k).tolist()

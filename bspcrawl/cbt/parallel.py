@@ -1,32 +1,18 @@
 """T CBTs worked by T threads (Marin, Paredes, Bonacic, WIDM 2008, Table 1 and Fig. 10).
 
-Section 5 of the paper splits a processor's queue into T CBTs, each owned by one of T
-threads, and runs every bulk operation as T operations of R/T items: "an extract-top
-(R/T) operation immediately followed by a corresponding insert-many(R/T)" on each
-CBT.  Table 1 shows the work is balanced (efficiency = mean work per CBT / max work
-in any CBT, 0.93-1.00) and Fig. 10 the speed-up.  What this module decides:
+Section 5 of the paper splits a processor's queue into T CBTs, one per thread, each bulk
+operation running as T operations of R/T items.
 
-* **Which tree.**  Item ``i`` lives in tree ``splitmix64(i) mod T``, so
-  :meth:`ParallelCBT.update`, :meth:`~ParallelCBT.delete` and ``in`` go straight to
-  one tree, and any set of URL ids spreads evenly over the trees.  (Not the id
-  table's Fibonacci hash: its top bits would leave each tree's table clustered.)
-* **What extract_many(R) returns.**  Each tree extracts *its own* top R/T and the
-  union, ordered best first, is the superstep's batch -- the paper's reading: each
-  thread extracts its R/T and no thread waits for a global selection.  It is *not*
-  the global top R: a tree may hold more than R/T of the global top R.  Because ids
-  are hashed, each tree's items are a random sample of the queue, and each tree's
-  R/T-th best item ranks about R +- sqrt(R T) in the whole queue, so nearly all of a
-  batch is in the queue's top R.  When R is not a
-  multiple of T, or a tree has fewer than R/T items, the other trees make up the
-  difference (larger trees first), so the batch always has min(R, len) items.
-* **insert_many(R)** gives each tree the items hashed to it (about R/T each).  It is
-  all-or-nothing like the CBT's: repeated ids are refused before any tree is touched,
-  and if a tree refuses an id already queued the other trees' inserts are undone.
-* **Threads.**  One task per tree per call on a thread pool of ``threads`` workers
-  (default T); a tree is touched by one task at a time, so there are no locks, and
-  each tree keeps its own ``counters``.  numpy releases the GIL inside its sorts,
-  partitions and large array operations, while the Python parts of each step hold
-  it: that bounds the speed-up (``scripts/cbt_experiments.py`` measures it, Fig. 10).
+* Item ``i`` lives in tree ``splitmix64(i) mod T`` (not the id table's Fibonacci hash,
+  whose top bits would cluster each tree's table), so ``update``, ``delete`` and ``in``
+  go to one tree and ids spread evenly.
+* ``extract_many(R)`` returns the union of each tree's own top R/T, best first (the
+  paper's reading: no global selection), not the global top R; other trees make up for
+  a short one, so a batch has min(R, len) items.
+* ``insert_many`` is all-or-nothing: repeated or queued ids are refused before any tree
+  keeps its part.
+* One task per tree per call on a pool of ``threads`` workers: a tree is touched by one
+  task at a time, so there are no locks; each tree keeps its own ``counters``.
 
 >>> q = ParallelCBT(trees=2, bucket_size=4)
 >>> q.insert_many(np.arange(8), np.arange(8.0))      # item i has priority i

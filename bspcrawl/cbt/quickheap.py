@@ -1,14 +1,11 @@
 """The QuickHeap (Marin, Paredes, Bonacic, WIDM 2008, Figs. 4 and 5; after Navarro and
 Paredes' quickheaps): a priority queue made of the pivots incremental quickselect leaves.
 
-Layout.  Items sit in a circular array ``heap[cap]`` between ``idx`` (the first cell)
-and the tail; positions are absolute (they only grow), cell ``p`` is ``heap[p mod
-cap]``.  A stack ``S`` of pivot positions cuts it into chunks: ``S[0]`` is the tail
-(a fictitious pivot, +infinity), ``S[top]`` the smallest pivot.  Every item between
-two consecutive pivots comes after the left one and before the right one; inside a
-chunk the order is arbitrary.  So the best items are in the first chunk
-``heap[idx .. S[top] - 1]``.  ``vals[handle]`` in the id table is the item's
-position.  Order: priority descending, ties to the smaller id ("smaller" below).
+Items sit in a circular array ``heap[cap]`` from ``idx``; positions are absolute, cell
+``p`` is ``heap[p mod cap]``. A stack ``S`` of pivot positions cuts it into chunks
+(``S[0]``: the tail, a fictitious +infinity pivot; ``S[top]``: the smallest pivot); items
+between two pivots lie between them in the order, so the best are in
+``heap[idx .. S[top] - 1]``. ``vals[handle]`` in the id table is the item's position.
 
 Worked example (ids shown instead of (key, id) items, best = smallest)::
 
@@ -17,28 +14,15 @@ Worked example (ids shown instead of (key, id) items, best = smallest)::
 
 Chunks: {4, 1} < 5 < {9, 7} < 11 < {14, 12}.
 
-* ``insert`` (Fig. 4): the new item is compared with the pivots from the largest down
-  until one is not larger; each pivot passed moves one cell right, and the first item
-  of the chunk after it moves to the freed last cell.  ``insert_many(R)`` does the
-  same in bulk: each pivot moves once, by the number of new items before it, and each
-  chunk moves at most that many of its items; comparisons are counted per item as in
-  Fig. 4 (one per pivot passed, plus the one that stops it).
-* ``extractR`` (Fig. 5): with ``finalPos = idx + R - 1``, whole chunks up to
-  ``finalPos`` are reported; if ``finalPos`` falls inside a chunk, quickselect
-  partitions it around random pivots, pushing those at or after ``finalPos`` on S
-  (those before it are consumed anyway), until a pivot lands at ``finalPos`` -- or
-  at ``finalPos + 1``, which also leaves exactly the R best in front.  A partition of
-  m items costs m - 1 comparisons.  Fig. 5 reports the R items unordered; our
-  ``extract_many`` returns them best first, so it then sorts them (merge-sort count,
-  also counted apart in ``quickheap/order_comparisons``).
-* ``delete`` is Fig. 4 backwards: the hole is filled by the last item of its chunk,
-  the next pivot moves one cell left, and so on to the tail (a deleted pivot just
-  leaves S).  ``update`` is a delete and an insert.  Both cost O(|S|) moves and the
-  insert's comparisons; |S| is O(log N) expected.
+* ``insert`` (Fig. 4): each pivot larger than the item moves one cell right, the first
+  item of its chunk to the freed cell; ``insert_many`` moves each pivot once.
+* ``extractR`` (Fig. 5): whole chunks up to ``idx + R - 1`` are taken; a chunk crossing
+  it is partitioned by quickselect (pivots pushed on S) until a pivot lands there. Our
+  ``extract_many`` then sorts the R items best first.
+* ``delete`` is Fig. 4 backwards; ``update`` is a delete and an insert.
 
-Work: comparisons in ``counters["queue/comparisons"]``; ``quickheap/partitions``,
-``quickheap/moves`` (items written by insert and delete).  Block I/O: cell ``p`` is
-item slot ``p mod cap``; the pivot stack is resident.
+Work: ``queue/comparisons``, ``quickheap/partitions``, ``quickheap/moves``; block I/O:
+cell ``p`` is slot ``p mod cap``, the pivot stack is resident.
 """
 
 from __future__ import annotations

@@ -1,67 +1,32 @@
 """The CBT priority queue with bucket leaves (Marin, Paredes, Bonacic, WIDM 2008, Figs. 1-2).
 
-Section 3 of the paper ("Priority queues: log worst case approach") keeps the frontier
-in a complete binary tree ``CBT[2N]`` whose internal nodes hold the id of the leaf that
-won a continuous tournament below them, with ``Leaf[]`` (item -> leaf) and ``Prio[]``
-(the priorities).  For bulk work each leaf holds a *bucket* of up to ``n`` items, and
-the tournament keeps the buckets in heap order along every path: Fig. 1
-(``insertion-update-cbt``) and Fig. 2 (``extraction-update-cbt``) move items between
-the buckets met along a path with ``SELECT(Prio[a] U Prio[b], n)``, the winner keeping
-the best part.  Priorities here: HIGHER = extracted first.
+Section 3 of the paper keeps the frontier in a complete binary tree ``CBT[2N]`` whose
+internal nodes hold the leaf that won a tournament below them, with ``Leaf[]`` (item ->
+leaf) and ``Prio[]``. Each leaf holds a *bucket* of up to ``n`` items; Fig. 1
+(insertion-update-cbt) and Fig. 2 (extraction-update-cbt) keep the buckets in heap order
+along every path with ``SELECT(Prio[a] U Prio[b], n)``. Priorities: HIGHER = first.
 
-How this module maps to the paper
----------------------------------
-* ``_cbt`` is ``CBT[2L]``: ``L`` (a power of two) leaves are nodes ``L..2L-1``, leaf
-  ``j`` at node ``L + j``; internal node ``v`` has children ``2v`` and ``2v+1`` and
-  holds the winning leaf.  ``_cbt[L + j] == j`` so every level reads alike.
-* ``_s`` / ``_h`` / ``_cnt`` are ``Prio[]``: row ``j`` is leaf ``j``'s bucket, its
-  first ``_cnt[j]`` entries sorted best first (padding: ``PAD`` and handle 0).
-  ``_s`` is an order-preserving int64 *sort key* of ``-priority`` (smaller = better,
-  exact round trip); ``_h`` holds the items' handles in the id table.
-* ``_table`` (:class:`~bspcrawl.cbt.idtable.IdTable`) is ``Leaf[]``: a vectorised
-  hash table id -> handle, and ``_table.vals[handle]`` is the item's leaf.  A Python
-  dict would cost a Python object and a round trip per item on every bulk operation.
-* Order: items compare by (priority descending, id ascending); this total order is
-  also the tie rule of every output.  A bucket's *key* is its worst item (empty
-  buckets: worst of all).  The winner of a match is the child winner with the better
-  key -- the ``x := MIN(Prio[CBT[a]]); if x < y then swap(a, b)`` of Fig. 2.
-* Invariant (heap order along paths): at every internal node, every item of the
-  winner's bucket beats every item of the loser's bucket.  So the winner of node
-  ``v`` holds the best ``_cnt`` items of ``v``'s subtree, and the champion
-  ``CBT[1]`` the best of all.
-* ``_match`` is one step of Fig. 2 (read ``Prio[a]`` there as ``Prio[CBT[a]]``,
-  ``MIN`` as the worst item, since Fig. 1's ``x >= e`` keeps the best; ``CBT[..] :=
-  a`` stores the winning leaf): pick the winner by key, then -- only if the two
-  buckets overlap -- pool them and give the winner its best ``|Prio[w]|`` items and
-  the loser the rest (SELECT, done as a merge of two sorted rows).  The paper keeps
-  ``n``; we keep each bucket's size, which is ``n`` for full buckets and is what
-  makes the step sound for partial ones: the loser's key does not change and the
-  winner's only improves, so the subtrees below stay valid.  Hence replaying the
-  matches bottom-up along the path of a leaf whose bucket changed in *any* way
-  restores the invariant.  Several changed leaves are replayed together, one
-  vectorised numpy step per level for all dirty nodes of that level: the
-  bulk-synchronous form of the paper.
-* Fig. 1 puts a new set S in a new leaf ``i`` by walking the root-to-leaf path once,
-  keeping at each distinct winner ``a`` the best of ``Prio[a] U S`` and passing the
-  rest down to ``Prio[i]``.  We write S into the new leaf first and replay its path
-  bottom-up: every match on the path does the same SELECT between the bucket coming
-  up from ``i``'s side and the winner of the other side, and the result satisfies the
-  same invariant.  One replay routine then serves insert, update, delete and extract.
-* Replays are deferred: mutations only mark leaves dirty, and the next read of the
-  order (extract, peek, ``_check``) replays them all at once, so an insert-many
-  followed by an extract-many (one superstep) replays each dirty path once.
-  :meth:`CBT.flush` replays them now (to charge the work to the operation that
-  caused it, as Table 1 does).
-* ``extract_many(r)``: the paper extracts the champion's bucket and runs Fig. 2 once
-  per bucket.  We visit buckets best-first from the champion down the heap of
-  buckets (the children of bucket ``b`` are the losers along ``b``'s winning path)
-  until the items seen that beat every unseen bucket number at least ``r``, take the
-  best ``r`` of them (a prefix of each bucket), and replay the emptied buckets'
-  paths all at once; the buckets left non-empty keep their key.
-* Insertion writes the sorted batch as full buckets into empty leaves (the paper's
-  new rightmost leaves; the tree doubles when none are left), the remainder into
-  the fullest partial bucket where it fits (else into a new leaf), and marks them
-  dirty.  When more than a quarter of the buckets are partial, those are repacked.
+* ``_cbt`` is ``CBT[2L]``: leaf ``j`` is node ``L + j`` (``_cbt[L + j] == j``); node ``v``
+  has children ``2v``, ``2v+1`` and holds the winning leaf.
+* ``_s`` / ``_h`` / ``_cnt`` are ``Prio[]``: row ``j`` is leaf ``j``'s bucket, its first
+  ``_cnt[j]`` entries sorted best first; ``_s`` holds order-preserving int64 sort keys of
+  ``-priority``, ``_h`` the items' handles. ``_table`` (an ``IdTable``) is ``Leaf[]``.
+* Items compare by (priority descending, id ascending). A bucket's key is its worst item;
+  a match's winner is the child winner with the better key.
+* Invariant: at every internal node every item of the winner's bucket beats every item
+  of the loser's, so ``CBT[1]`` holds the best items of all.
+* ``_match`` is one step of Fig. 2: pick the winner, and if the buckets overlap, merge
+  them and give the winner its best ``|Prio[w]|`` items. Keeping each bucket's size
+  (not ``n``) makes it sound for partial buckets, so replaying a changed leaf's path
+  bottom-up restores the invariant; insert, update, delete and extract all use it.
+  Replays are deferred to the next read of the order, one numpy step per level for all
+  dirty nodes (the bulk-synchronous form of the paper); :meth:`CBT.flush` runs them now.
+* ``extract_many(r)`` visits buckets best first down the heap of buckets (a bucket's
+  children are the losers along its winning path) until ``r`` seen items beat every
+  unseen bucket, takes the best ``r``, and replays the emptied paths together.
+* Insertion writes a sorted batch as full buckets into empty leaves (the tree doubles
+  when none are left), the remainder into the fullest partial bucket it fits; when more
+  than a quarter of the buckets are partial they are repacked.
 
 Worked example (``bucket_size=2``, priorities shown instead of sort keys)::
 
@@ -78,25 +43,8 @@ Leaf 0 holds the two best items and wins the root; node 2 (leaves 0, 1) is won b
 leaf 0, node 3 (leaves 2, 3) by leaf 2, whose worst item 0.3 beats leaf 3's 0.1.
 ``_table.vals[_table.find(16)] == 1``: item 16 (0.6) sits in leaf 1.
 
-Complexity (N items, n = bucket size, L ~ N/n leaves, h = log2 L):
-``insert_many(R)``: O(R log R) to sort the batch, O(R) expected for the id table,
-plus the deferred replay: O(n) per dirty node, at most (R/n + 1) * h nodes.
-``extract_many(r)``: O(r log r) to select among the visited buckets (typically
-O(r/n) of them, O(h) each to list their children), plus the replay of the emptied
-buckets' paths as above.  ``update`` / ``delete``: O(n) in the bucket plus a replay
-of one path, O(n log L).  ``peek(r)``: as extract, without the replay.
-``len``, ``in``: O(1) expected.
-
-Work counted (see :mod:`bspcrawl.cbt.cost`): a match is 1 comparison (the winner)
-plus 1 when the loser is not empty (the heap-order test); an exchange merges two
-sorted buckets (m - 1); a batch is sorted (merge-sort count); an update scans its
-bucket.  Extraction counts the heap of buckets (lg of its final size per push or pop), the
-scan of each visited bucket's prefix that beats the best unseen bucket (one per item
-taken, one per scan that stops; a scan resumes where it stopped when more buckets
-are visited), and a tournament merge of those prefixes for the r items output.  Block I/O: the item
-slots of bucket ``j`` are ``j*n .. j*n + n - 1``; every read or write of bucket
-contents is reported, while the tournament ``CBT[]``, the counts and each bucket's
-best and worst key (4 words per bucket, 2/n of the items) are taken as resident.
+Work is counted as in :mod:`bspcrawl.cbt.cost`: the slots of bucket ``j`` are
+``j*n .. j*n + n - 1``; the tournament, counts and bucket keys are taken as resident.
 """
 
 from __future__ import annotations

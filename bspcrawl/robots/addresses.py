@@ -1,27 +1,14 @@
 """Which IP addresses the fetch workers may connect to: the public Internet, plus what is
 allowed.
 
-By default a worker never connects to an address of a special-purpose range, so a page
-cannot steer the crawler at the crawl host's own services or its network. The ranges are
-an explicit list (the IANA IPv4 and IPv6 Special-Purpose Address Registries, RFC 6890 and
-its updates, plus multicast and the reserved blocks), not Python's ``is_global``, whose
-answer changes between Python versions:
-
-- IPv4: every range of :data:`DENY_V4` (this host, private, shared/CGNAT, loopback,
-  link-local, IETF protocol assignments, documentation, benchmarking, the 6to4 relay,
-  AS112, AMT, multicast, reserved, broadcast) is refused;
-- IPv6: only global unicast (``2000::/3``) can be permitted, minus the special ranges in
-  it (:data:`DENY_V6`: IETF protocol assignments with Teredo, documentation, AS112, SRv6);
-  everything else (loopback, unspecified, unique-local, link- and site-local, multicast,
-  IPv4-compatible and -translated, local-use NAT64, discard) lies outside it and is refused;
-- an IPv6 address that stands for an IPv4 one (IPv4-mapped ``::ffff:a.b.c.d``, NAT64
-  ``64:ff9b::a.b.c.d``, 6to4 ``2002:aabb:ccdd::``) is judged by that IPv4 address.
-
-The check runs on the address libcurl is about to connect to (``CURLOPT_OPENSOCKETFUNCTION``),
-after DNS, so a name that resolves (or re-resolves: DNS rebinding) to a refused address is
-refused too. ``--allow-net CIDR`` (repeatable) opens ranges (it is matched against the
-address and the IPv4 address it stands for); the demo and the tests open only
-``127.0.0.0/8``. Proxies from the environment are not used (``robots/fetcher.py``).
+A page must not steer the crawler at the crawl host's own services or network, so no
+address of a special-purpose range is connected to. The ranges are an explicit list (the
+IANA Special-Purpose Address Registries, RFC 6890, plus multicast and reserved blocks),
+not Python's ``is_global``, which changes between versions: IPv4 :data:`DENY_V4`; IPv6
+only global unicast minus :data:`DENY_V6`; an IPv6 address standing for an IPv4 one
+(mapped, NAT64, 6to4) is judged by that one. The check runs on the address libcurl is
+about to connect to, after DNS (so DNS rebinding is caught too); ``--allow-net CIDR``
+opens ranges.
 """
 
 from __future__ import annotations
@@ -66,7 +53,7 @@ def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
 
 
 def public(ip: Address) -> bool:
-    """True for an address outside every special-purpose range (module docstring)."""
+    """True for an address outside every special-purpose range."""
     if isinstance(ip, ipaddress.IPv4Address):
         return not any(ip in net for net in DENY_V4)
     v4 = embedded_ipv4(ip)

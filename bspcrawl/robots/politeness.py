@@ -1,24 +1,14 @@
 """How long a host rests after an answer: the one rule of politeness.
 
-After a fetch of one of its URLs a host rests
-
-    ``max(delay, k x the response time)``, and after a 429 or 503 (for a robots.txt also
-    after any 5xx or no answer, RFC 9309 2.3.1.3-4) at least its ``Retry-After`` (seconds
-    or an HTTP date) or, without one, an exponential backoff ``5 s x 2^attempt`` for the
-    URL's ``attempt``-th such answer (0, 1, ...),
-
-with ``delay = max(--min-host-delay, the robots.txt Crawl-delay)`` (Crawl-delay capped by
-``politeness_max_crawl_delay``), ``k = politeness_response_factor`` (like Heritrix's
-``delayFactor`` and Scrapy's AutoThrottle), and the 429/503 rest capped by
-``politeness_max_backoff``. A result that fetched nothing (a page still fresh in the
-archive) costs the host no rest. :meth:`Politeness.rest` is that rule; the fetch workers
-(``robots/fetcher.py``) apply it before a host's next transfer, and the frontier applies
-the same rule before it schedules a paced host again, so both agree on every host's rest.
-
-A host is *paced* when a wall-clock rule applies to it (a delay or factor above zero): the
-frontier then gives it one job at a time. An unpaced host (``--min-host-delay 0
---response-factor 0``, no Crawl-delay) is scheduled by superstep count alone, which is what
-makes crawls of a fast local web reproducible; it still rests after a 429 or 503.
+After a fetch a host rests ``max(delay, k x the response time)``, and after a 429 or 503
+(for a robots.txt also a 5xx or no answer, RFC 9309 2.3.1.3-4) at least its Retry-After
+or else ``5 s x 2^attempt``, capped by ``politeness_max_backoff``; ``delay`` is the larger
+of ``--min-host-delay`` and the robots.txt Crawl-delay (capped), ``k`` the
+``politeness_response_factor`` (like Heritrix's delayFactor). A page still fresh in the
+archive costs no rest. The fetch workers and the frontier both apply :meth:`Politeness.rest`,
+so they agree. A host is *paced* when a delay or factor is above zero (one job at a time);
+an unpaced host is scheduled by superstep count alone, which keeps local crawls
+reproducible.
 """
 
 from __future__ import annotations
@@ -38,9 +28,8 @@ RETRY_AFTER_MAX = 10 ** 9  # seconds: a larger delta (any number of digits) coun
 
 
 def retry_after(value: str, now: float | None = None) -> float | None:
-    """Seconds to wait from a Retry-After header value (delta-seconds or HTTP-date), or
-    None for a value that is neither. ASCII digits only ("²" is no delay), and any size of
-    number or year is bounded, never an exception: a header is the server's, not ours."""
+    """Seconds to wait from a Retry-After value (delta-seconds or HTTP-date), or None;
+    bounded and never raising, since the header is the server's."""
     value = value.strip()
     if not value:
         return None
@@ -63,30 +52,22 @@ def backoff(attempt: int, hint: float | None, cap: float) -> float:
 
 
 def unreachable(result: FetchResult) -> bool:
-    """Is a robots.txt answer "unreachable" (RFC 9309 2.3.1.3-4: a 5xx or no answer, to be
-    retried), rather than an answer (2xx, or 4xx, more than five redirects or a refused
-    address: "unavailable")? A 429 is unreachable too, as Google treats it: a server that
-    asks to be left alone is not taken to allow everything at once."""
+    """Is a robots.txt answer "unreachable" (RFC 9309 2.3.1.3-4: 5xx or none, retried)
+    rather than "unavailable"? A 429 is unreachable too, as Google treats it."""
     if result.status == 429:
         return True
     return not (200 <= result.status < 500 or result.error in ROBOTS_FINAL_ERRORS)
 
 
 def backs_off(result: FetchResult) -> bool:
-    """Does the answer call for a backoff? A 429 or 503; for a robots.txt also an
-    :func:`unreachable` one."""
+    """A 429 or 503, or an :func:`unreachable` robots.txt answer."""
     if result.status in RETRY_STATUSES:
         return True
     return result.job.robotstxt and unreachable(result)
 
 
 class Politeness:
-    """The rest rule of the module docstring, with a crawl's settings.
-
-    ``min_delay``, ``max_crawl_delay``, ``factor`` and ``max_backoff`` are the settings
-    ``politeness_min_host_delay``, ``politeness_max_crawl_delay``,
-    ``politeness_response_factor`` and ``politeness_max_backoff``.
-    """
+    """The rest rule of the module docstring, with the crawl's ``politeness_*`` settings."""
 
     def __init__(self, min_delay: float, max_crawl_delay: float, factor: float,
                  max_backoff: float) -> None:
@@ -95,7 +76,6 @@ class Politeness:
 
     @classmethod
     def from_settings(cls, s: Settings) -> Politeness:
-        """The rule of a crawl's settings."""
         return cls(s.politeness_min_host_delay, s.politeness_max_crawl_delay,
                    s.politeness_response_factor, s.politeness_max_backoff)
 

@@ -1,35 +1,13 @@
 """robots.txt rules for one host and one crawler, per RFC 9309 (Robots Exclusion Protocol).
 
-Parsing and path matching are protego's (longest match wins, Allow wins a tie,
-``*`` and ``$`` patterns, percent-encoding normalised on both sides). Before
-protego sees the file, ``RobotsRules.parse`` fixes the places where protego is
-more lenient than RFC 9309 or than Google's reference parser (google/robotstxt):
-
-* the body is read up to 500 KiB (RFC 9309 §2.5), decoded as UTF-8 with
-  errors replaced, and a leading UTF-8 byte order mark is dropped;
-* lines end at CR, LF or CRLF only, and are cut at 16,663 characters like
-  Google's parser (protego would also split at form feeds, U+2028 and friends);
-* a line whose field is not a directive protego knows is dropped, so it does not
-  end a group (§2.2: other records do not affect grouping);
-* group selection is exact: a ``User-agent`` value is cut to its product token
-  (the leading run of letters, "_" and "-", so "FooBot/1.2 extra" is "foobot")
-  and compared case-insensitively with ours; protego alone would let
-  ``User-agent: bsp`` apply to ``bspcrawl``. Only the group that applies to us
-  is kept (ours, merged, or else the ``*`` groups), so a file of many groups for
-  other crawlers costs nothing once parsed;
-* a group of more than ``MAX_RULES`` rules (or ``MAX_WILDCARD_RULES`` with ``*`` or
-  ``$``) disallows everything: every URL of the host would be matched against each
-  rule, and a site that needs that many
-  is better left alone than allowed to stall a rank's superstep.
-
-Our product token is the part of the user agent before the first "/":
-"bspcrawl/0.1 (+https://example.org/bot)" matches groups named "bspcrawl". Like
-the groups' names, it should be made of letters, "_" and "-" only (RFC 9309
-§2.2.1); any other token matches only ``User-agent: *``.
-
-Conformance with Google's robots.txt tests: 142 of 145 and 14 of 14 derived
-line-ending/BOM cases (``tests/test_robotstxt.py`` lists the 3 misses: Google's
-matcher compares raw octets, protego normalises percent-encoding).
+Matching is protego's; ``RobotsRules.parse`` first makes the file as strict as RFC 9309
+and Google's reference parser (google/robotstxt): the body is read up to 500 KiB as
+UTF-8 (BOM dropped), lines end at CR, LF or CRLF only and are cut as Google cuts them,
+unknown fields do not end a group, and a ``User-agent`` matches by its whole product
+token, case-insensitively (protego alone lets ``bsp`` match ``bspcrawl``). Only the group
+that applies to us is kept; one of more than ``MAX_RULES`` rules (``MAX_WILDCARD_RULES``
+with ``*`` or ``$``) disallows everything, since every URL is matched against each rule.
+Our product token is the user agent before the first "/".
 """
 
 from __future__ import annotations
@@ -41,8 +19,7 @@ from protego import Protego
 __all__ = ["MAX_ROBOTS_BYTES", "MAX_RULES", "MAX_WILDCARD_RULES", "RobotsRules",
            "product_token"]
 
-MAX_ROBOTS_BYTES = 500 * 1024
-"""How much of a robots.txt body is parsed (RFC 9309 §2.5 asks for at least 500 KiB)."""
+MAX_ROBOTS_BYTES = 500 * 1024  # RFC 9309 §2.5 asks for at least 500 KiB
 
 _MAX_LINE = 2083 * 8 - 1  # google/robotstxt: kMaxLineLen - 1 characters are kept
 
@@ -79,17 +56,13 @@ def product_token(user_agent: str) -> str:
 
 _SITEMAP_FIELDS = ("sitemap", "sitemaps", "site-map")
 _RULE_FIELDS = ("disallow", "dissallow", "dissalow", "disalow", "diasllow", "disallaw", "allow")
-MAX_RULES = 2000
-"""Allow/Disallow lines of the group that applies to us beyond which a robots.txt costs too
-much to check (every URL is matched against every rule): the host is disallowed."""
-MAX_WILDCARD_RULES = 200
-"""The same bound for rules with ``*`` or ``$`` (each a regular expression to match)."""
+MAX_RULES = 2000  # Allow/Disallow lines of our group past which the host is disallowed
+MAX_WILDCARD_RULES = 200  # the same for rules with ``*`` or ``$`` (each a regex)
 
 
 def _rewrite(text: str, token: str) -> tuple[bool, list[str], int, int]:
-    """What of robots.txt *text* applies to product *token*: whether a group names us
-    (else the ``*`` groups apply; RFC 9309 2.2.1), the lines of those groups, merged, then
-    the sitemaps, and the number of their rules and of their wildcard rules."""
+    """Whether a group names *token* (else the ``*`` groups apply), the lines of those
+    groups merged, then the sitemaps, and their count of rules and of wildcard rules."""
     token = token.lower()
     groups: dict[str, list[str]] = {_US: [], "*": []}
     found: set[str] = set()
@@ -124,12 +97,8 @@ def _rewrite(text: str, token: str) -> tuple[bool, list[str], int, int]:
 
 
 class RobotsRules:
-    """What one robots.txt allows our crawler.
-
-    Build with ``parse`` (a fetched robots.txt), ``allow_all`` (no robots.txt:
-    4xx) or ``disallow_all`` (unreachable: 5xx or network error, RFC 9309 §2.3.1).
-    Query with ``allowed(url)``, ``crawl_delay`` and ``sitemaps``.
-    """
+    """What one robots.txt allows our crawler: ``parse`` a fetched file, ``allow_all``
+    (4xx) or ``disallow_all`` (unreachable, RFC 9309 §2.3.1)."""
 
     __slots__ = ("_default", "_parser", "source", "too_costly")
 
@@ -142,10 +111,7 @@ class RobotsRules:
 
     @classmethod
     def parse(cls, body: bytes, user_agent: str) -> RobotsRules:
-        """Rules of robots.txt *body* for *user_agent* (its product token is matched).
-        Only the group that applies is kept; one of more than :data:`MAX_RULES` rules, or
-        :data:`MAX_WILDCARD_RULES` wildcard rules, disallows everything (``too_costly``):
-        a hostile file must not cost every check of the host's URLs milliseconds."""
+        """Rules of robots.txt *body* for *user_agent* (see the module doc)."""
         text = body[:MAX_ROBOTS_BYTES].decode("utf-8", errors="replace").removeprefix("\ufeff")
         token = product_token(user_agent)
         named, lines, rules, wild = _rewrite(text, token)
@@ -157,12 +123,10 @@ class RobotsRules:
 
     @classmethod
     def allow_all(cls) -> RobotsRules:
-        """Rules that allow every URL."""
         return cls(None, True)
 
     @classmethod
     def disallow_all(cls) -> RobotsRules:
-        """Rules that allow no URL."""
         return cls(None, False)
 
     def allowed(self, url: str) -> bool:
@@ -187,12 +151,8 @@ class RobotsRules:
 
 
 def header_directives(value: str, agent: str) -> set[str]:
-    """The X-Robots-Tag directives (lower-case) that apply to ``agent``.
-
-    ``"noindex, nofollow"`` applies to every crawler; ``"bspcrawl: noindex"`` only to the
-    agent named; other agents' directives are ignored. Several header lines joined with
-    commas work the same way.
-    """
+    """The X-Robots-Tag directives (lower-case) that apply to ``agent``: unnamed ones, and
+    those after ``"agent:"``."""
     directives: set[str] = set()
     target: str | None = None  # None: applies to all agents
     for part in value.split(","):
