@@ -1,21 +1,11 @@
 """CDXJ indexes of the WARC files: pywb's index format, written as the crawl goes.
 
-A CDXJ line is ``SURT-KEY TIMESTAMP14 {json}``, sorted as text; the JSON holds pywb's
-field names, every value a string as ``cdxj-indexer`` writes them: ``url``, ``mime``
-(the Content-Type without parameters; ``warc/revisit`` for a revisit record), ``status``,
-``digest`` (the WARC-Payload-Digest, ``sha1:`` base32; none for a 304 revisit, which
-has no payload), ``length`` and ``offset`` (of the record's gzip member) and ``filename``
-(the WARC file's name). Response and revisit records are indexed, not requests nor
-warcinfo, as ``cdxj-indexer`` does by default; keys are ``surt.surt``'s (the Internet
-Archive's canonicalisation).
-
-* :class:`CdxjWriter`, owned by :class:`~bspcrawl.index.archive.Archive`: one entry per
-  record the WARC writer reports written, from the location it returns; when the writer
-  moves to its next file (or closes), the finished file's entries are written, sorted, to
-  ``DIR/indexes/rank-RRRR-IIIII.cdxj``.
-* :func:`merge`, on rank 0 at the end of a crawl: every part merged (sorted runs) into
-  ``DIR/indexes/index.cdxj``. A WARC file without a part (one a killed writer left open,
-  finished on resume) is indexed by reading it back (:func:`index_warc`).
+A line is ``SURT-KEY TIMESTAMP14 {json}``, sorted as text, with the fields and string
+values ``cdxj-indexer`` writes (url, mime, status, digest, length, offset, filename) for
+response and revisit records. :class:`CdxjWriter` writes each finished WARC file's
+sorted part to ``DIR/indexes/``; :func:`merge` (rank 0, at the end) merges the parts into
+``index.cdxj``, indexing a WARC file without a part (one finished on resume) from its
+records.
 """
 
 from __future__ import annotations
@@ -39,17 +29,9 @@ _MIME_END = re.compile(r"[;\s]")
 
 
 def url_key(url: str) -> str:
-    """The SURT key of ``url`` (``http://www.Example.com/a`` -> ``com,example)/a``):
-    ``surt.surt``'s, computed here for the plain http(s) URLs a crawl is made of (``surt``
-    parses each URL with regular expressions, calls the resolver for an IP address, and
-    imports ``tldextract`` and ``requests``). A lower-case DNS name or a dotted-quad IPv4
-    address, with a port or none, is reversed, its ``www``/``wwwN.`` label dropped; a path
-    and query of plain characters and %-escapes have their escapes decoded and the few bytes
-    surt escapes escaped again (:func:`_escapes`), then (with no dot segment or empty
-    segment left, nothing a session-id pattern of surt's could match) are lower-cased, the
-    trailing ``/`` dropped and the query's arguments sorted, as surt does. Anything else
-    goes through ``surt.surt`` itself (``tests/test_archive_interop.py`` checks that the two
-    agree)."""
+    """``surt.surt``'s key of ``url`` (``http://www.Example.com/a`` -> ``com,example)/a``),
+    computed here for plain http(s) URLs, since surt calls the resolver for an IP address;
+    anything else goes to surt itself (the interop tests check that the two agree)."""
     scheme, sep, rest = url.partition("://")
     slash = rest.find("/")
     if sep and scheme in _DEFAULT_PORT and slash > 0 and _PLAIN.fullmatch(rest, slash):
@@ -75,10 +57,7 @@ _SURT_SAFE = b"""!"$&'()*+,-./:;<=>?@[\\]^_`{|}~"""  # what surt's escapeOnce le
 
 
 def _escapes(part: str) -> str:
-    """surt's ``escapeOnce(unescapeRepeatedly(part))`` of a URL's path or query: its
-    %-escapes decoded until none is left (``%2541`` -> ``%41`` -> ``A``), then every byte
-    but ASCII letters, digits and ``_SURT_SAFE`` escaped (a space, ``#``, ``%``, non-ASCII
-    bytes)."""
+    """surt's ``escapeOnce(unescapeRepeatedly(part))`` of a path or query."""
     data = part.encode()
     while (decoded := unquote_to_bytes(data)) != data:
         data = decoded
@@ -90,9 +69,8 @@ _QUAD = re.compile(r"(?:(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}"
 
 
 def _host_key(authority: str, default_port: str) -> str:
-    """surt's key of a URL's ``authority`` up to its ``)``; '' for one left to surt (a
-    name with upper case, IDNA or an IPv6 address, userinfo, a number surt would read
-    as an IPv4 address: ``127.1``, ``0x7f.1``)."""
+    """surt's key of ``authority`` up to its ``)``; '' for one left to surt (upper case,
+    IDNA, IPv6, userinfo, a number surt reads as IPv4)."""
     found = _NAME.fullmatch(authority)
     if found is None:
         return ""
@@ -118,7 +96,7 @@ def _surt(url: str) -> str:
 
 
 def timestamp14(t: float) -> str:
-    """``YYYYMMDDhhmmss`` (UTC) of Unix time ``t``: the seconds of the record's WARC-Date."""
+    """``YYYYMMDDhhmmss`` (UTC) of Unix time ``t``."""
     return datetime.fromtimestamp(t, UTC).strftime("%Y%m%d%H%M%S")
 
 
@@ -128,12 +106,10 @@ def bare_mime(content_type: str) -> str:
 
 
 def line(url: str, timestamp: str, fields: dict[str, str]) -> str:
-    """One CDXJ line (without its newline)."""
     return f"{url_key(url)} {timestamp} {json.dumps(fields)}"
 
 
 def part_name(warc_file: str) -> str:
-    """The index part of a WARC file: ``rank-0000-00001.warc.gz`` -> ``...00001.cdxj``."""
     return warc_file.removesuffix(".warc.gz") + ".cdxj"
 
 
@@ -161,8 +137,7 @@ class CdxjWriter:
 
     def add(self, warc_file: str, url: str, t: float, *, status: int, mime: str,
             digest: str, offset: int, length: int) -> None:
-        """One record of ``warc_file`` (its name) written at ``offset``, ``length`` bytes
-        (an empty ``mime`` or ``digest`` is left out, as cdxj-indexer does)."""
+        """One record of ``warc_file``; an empty ``mime`` or ``digest`` is left out."""
         if warc_file != self._file:
             self.flush()
             self._file = warc_file
@@ -170,7 +145,7 @@ class CdxjWriter:
             url, mime, str(status), digest, length, offset, warc_file)))
 
     def flush(self) -> None:
-        """Write the collected lines of the current file (its WARC file is finished)."""
+        """Write the lines of the current (finished) WARC file."""
         if self._lines:
             self.folder.mkdir(parents=True, exist_ok=True)
             _write_lines(self.folder / part_name(self._file), sorted(self._lines))

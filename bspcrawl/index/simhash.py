@@ -1,18 +1,11 @@
 """64-bit SimHash of a page's text, for near-duplicate detection.
 
-Charikar (2002), as Manku, Jain and Das Sarma use it for web crawling (WWW 2007): every
-feature hashes to 64 bits; each bit of the fingerprint is 1 when more features have that
-bit set than clear. Pages whose fingerprints differ in at most ``K = 3`` bits are
-near-duplicates (Manku et al.'s choice for 8 x 10^9 pages).
-
-Features are the page's *word pairs*: each two consecutive terms of its text (the term
-hashes ``index/terms.py`` computed at commit anyway, in text order), a pair that occurs
-twice counting twice: pairs tell near-copies from distinct pages better than the set of
-distinct terms, and terms weighted by ``tf`` let the common words decide every bit
-(docs/duplicates.md has the precision and recall). Term hashes are polynomial, with weak low
-bits, so each goes through the murmur3 64-bit finaliser; a pair's feature is ``mix(a) * C +
-mix(b)``. No Python loop per feature: the 64 bit counts come from one ``bincount`` of the
-features' bytes (8 columns x 256 values) and a table of the bits of each byte value.
+Charikar (2002), as Manku, Jain and Das Sarma use it for web crawling (WWW 2007): each bit
+is 1 when more features have it set than clear; pages within ``K = 3`` bits are
+near-duplicates. Features are the page's word pairs, counted with repeats (they tell
+near-copies apart better than terms, whose common words would decide every bit; see
+docs/duplicates.md), each term hash first mixed by murmur3's finaliser since polynomial
+hashes have weak low bits. The bit counts come from one ``bincount`` of the features' bytes.
 
 >>> from bspcrawl.index.terms import count_terms
 >>> text = b" ".join(b"w%d" % i for i in range(1000))  # 1,000 words
@@ -33,8 +26,7 @@ from bspcrawl.index.terms import TermCounts
 
 __all__ = ["K", "distance", "mix", "simhash"]
 
-K = 3
-"""Largest Hamming distance between the SimHashes of near-duplicates."""
+K = 3  # largest Hamming distance between near-duplicates
 
 _C1, _C2 = np.uint64(0xFF51AFD7ED558CCD), np.uint64(0xC4CEB9FE1A85EC53)
 _S = np.uint64(33)
@@ -45,8 +37,7 @@ _COLUMN = np.arange(8, dtype=np.intp) * 256  # byte j of a feature counts at 256
 
 
 def mix(hashes: np.ndarray) -> np.ndarray:
-    """murmur3's 64-bit finaliser of int64 ``hashes`` (as uint64): every output bit
-    depends on every input bit."""
+    """murmur3's 64-bit finaliser of int64 ``hashes`` (as uint64)."""
     x = hashes.view(np.uint64)
     with np.errstate(over="ignore"):
         x = (x ^ (x >> _S)) * _C1
@@ -55,8 +46,7 @@ def mix(hashes: np.ndarray) -> np.ndarray:
 
 
 def simhash(terms: TermCounts) -> int:
-    """The 64-bit SimHash of a page's word pairs (a Python int; 0 for fewer than two
-    words)."""
+    """The SimHash of a page's word pairs (0 for fewer than two words)."""
     words = terms.sequence
     if len(words) < 2:
         return 0

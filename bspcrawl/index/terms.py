@@ -1,19 +1,12 @@
 """Tokenising page text into term counts for the inverted index (term frequency, TF).
 
-A term is a maximal run of word bytes, ``[a-z0-9]`` after lower-casing ASCII letters plus
-every byte >= 0x80 (so UTF-8 words such as "café" or "東京" survive whole; non-ASCII letters
-are not case-folded), of at most ``MAX_TERM_BYTES`` bytes (longer runs, base64 blobs and
-hashes, are dropped).
-
-No Python object per token, which would cost more than the rest of the commit: one
-``bytes.translate`` lower-cases and turns every other byte into a space, then numpy finds
-the runs and gives each a 64-bit polynomial hash (prefix sums of ``byte x B^i`` modulo
-2^64, cut by each run's bounds and shifted back by ``B^-start``), and one sort counts
-them. A page's terms are its sorted distinct hashes with their counts; the bytes of a
-term are only cut out when the index meets a hash it does not know.
-Hashes of distinct terms collide with chance ~n^2 / 2^65 for n distinct terms (10^-5 at
-10^7 terms), and a run of at most 64 bytes is too short for the known constructions of
-colliding strings for this hash (Thue-Morse strings need thousands of bytes).
+A term is a run of ``[a-z0-9]`` (ASCII lower-cased) and bytes >= 0x80, so UTF-8 words
+survive whole, of at most ``MAX_TERM_BYTES`` (longer runs are blobs and hashes). No
+Python object per token: ``bytes.translate`` then numpy find the runs and give each a
+64-bit polynomial hash from prefix sums, and one sort counts them; a term's bytes are cut
+out only when the index meets an unknown hash. Distinct terms collide with chance about
+n^2 / 2^65 for n terms, and runs of 64 bytes are too short for the known colliding
+strings of this hash.
 
 >>> counts = count_terms(b"The cat, the HAT; caf\\xc3\\xa9!")
 >>> sorted(counts.as_dict().items())
@@ -32,7 +25,6 @@ __all__ = ["EMPTY", "MAX_TERM_BYTES", "TermCounts", "count_terms", "count_terms_
            "count_terms_with", "page_pairs", "pair_hash", "term_hash", "words"]
 
 MAX_TERM_BYTES = 64
-"""Longest term kept, in bytes."""
 
 _PAIR_MUL = np.uint64(0xC2B2AE3D27D4EB4F)  # odd: (a, b) -> a x M + b is one-to-one in b
 _B = 0x9E3779B97F4A7C15  # odd, so invertible modulo 2^64
@@ -74,10 +66,10 @@ class TermCounts:
 
     hashes: np.ndarray
     tf: np.ndarray
-    _text: bytes  # the translated text, the hash of each run in it, in text order,
-    _runs: np.ndarray
-    _starts: np.ndarray  # and where one run of each of ``hashes`` starts and ends (per
-    _ends: np.ndarray  # term, not per run: small to send from a helper to the scheduler)
+    _text: bytes  # the translated text
+    _runs: np.ndarray  # the hash of each run, in text order
+    _starts: np.ndarray  # where one run of each of ``hashes`` starts and ends
+    _ends: np.ndarray
 
     def __len__(self) -> int:
         return len(self.hashes)
@@ -172,10 +164,8 @@ def count_terms(text: bytes) -> TermCounts:
 
 
 def count_terms_each(texts: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The term counts of each of *texts* at once, as (text index, term hash, count)
-    triples, by text then hash: one pass over the texts joined by newlines, whose runs are
-    dealt back to their texts by offset (many short texts, such as a page's headings or the
-    anchor text of a batch of links, cost one call).
+    """The term counts of each of *texts* in one pass, as (text index, term hash, count)
+    triples by text then hash.
 
     >>> which, hashes, tf = count_terms_each([b"a b a", b"", b"b"])
     >>> which.tolist(), tf.tolist(), bool(hashes[2] == term_hash(b"b"))
@@ -187,8 +177,7 @@ def count_terms_each(texts: list[bytes]) -> tuple[np.ndarray, np.ndarray, np.nda
 
 def count_terms_with(text: bytes, parts: list[bytes]
                      ) -> tuple[TermCounts, tuple[np.ndarray, np.ndarray, np.ndarray]]:
-    """``count_terms(text)`` and ``count_terms_each(parts)`` in one pass over them all
-    (a page's text and its title and headings: the fixed cost of a pass paid once).
+    """``count_terms(text)`` and ``count_terms_each(parts)`` in one pass.
 
     >>> terms, (which, _, tf) = count_terms_with(b"a b a", [b"b", b"c c"])
     >>> sorted(terms.as_dict().items()), which.tolist(), tf.tolist()
@@ -209,23 +198,15 @@ def term_hash(term: bytes) -> int:
 
 
 def pair_hash(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """The 32-bit hash (int64, in [0, 2^32)) of the adjacent term pairs ``(first[i],
-    second[i])`` (int64 term hashes): the top half of ``first x M + second`` modulo
-    2^64. 32 bits, so that a pair and a doc id make one int64 key (``ranking.write`` sorts
-    them with one ``np.sort``, not a stable argsort): two distinct pairs of a rank share a
-    hash with chance ~n / 2^32 for n distinct pairs, and then give a false phrase hit at
-    worst."""
+    """The 32-bit hash (top half of ``first x M + second``) of adjacent term pairs: with a
+    doc id it makes one int64 key; a collision gives a false phrase hit at worst."""
     with np.errstate(over="ignore"):
         return ((first.view(np.uint64) * _PAIR_MUL + second.view(np.uint64))
                 >> np.uint64(32)).view(np.int64)
 
 
 def page_pairs(terms: TermCounts) -> np.ndarray:
-    """The distinct :func:`pair_hash` of the adjacent terms of a page's text
-    (``terms.sequence``), sorted: once each per page, as the index keeps them. (Sorted page
-    by page, in the page's analysis, a parse helper's where there is one: on pandas' pages,
-    2,690 words and ~750 distinct pairs a page, the segments and the final sort of all pairs
-    get 3.6 times fewer.)"""
+    """The distinct :func:`pair_hash` of a page's adjacent terms, sorted."""
     words = terms.sequence
     if len(words) < 2:
         return _NONE

@@ -1,49 +1,19 @@
 """Per-rank WARC files (ISO 28500, WARC/1.1) of every fetch: request, response, revisit.
 
-The bodies of the history (:mod:`bspcrawl.index.history`, after A. Kukreti, "Yioop full
-historical indexing in cache navigation", 2013) live here, in the archive format of the
-Internet Archive and Heritrix. Each record is its own gzip member, so a record is read by
-seeking to its offset; :meth:`WarcWriter.write_fetch` returns the (file, offset, length) of
-what it wrote for the HDF5 history to keep. Records are read with warcio, and written here
-byte for byte as warcio's ``WARCWriter`` would write them (same fields, order and digests;
-the tests check it): warcio's record builder costs as much CPU as the compression; the HTTP
-heads are still warcio's (``StatusAndHeaders``, which percent-encodes non-ASCII header
-values).
+The history's bodies live here, each record its own gzip member, read by seeking to the
+(file, offset, length) :meth:`WarcWriter.write_fetch` returns; records are written byte
+for byte as warcio's ``WARCWriter`` would (the tests check it) and read with warcio.
 
-**Records.** A fetch gives a ``response`` record and a ``request`` record pointing at it
-(``WARC-Concurrent-To``). A 304, or a 200 whose body equals the newest archived one (same
-content fingerprint), gives a ``revisit`` record instead: the HTTP headers only, with
-``WARC-Profile`` server-not-modified or identical-payload-digest and
-``WARC-Refers-To-Target-URI`` / ``WARC-Refers-To-Date`` naming the response record that
-holds the body; its location is what the history keeps as the version's body. Failed
-fetches (no HTTP response) are not archived. Each file starts with a ``warcinfo`` record.
-
-**What a response record holds** (BEWARE: a rebuilt message, not the bytes on the wire).
-libcurl hands the crawler the body *after* undoing Content-Encoding (gzip, br, ...) and
-chunking, and the header fields as a dict (lower-case names, the last of repeated fields).
-The record stores exactly that body, so :func:`read_body` returns ``FetchResult.body`` byte
-for byte: what ``/pages/content_fp`` hashes and the index parsed, and what the server sent
-whenever it sent no Content-Encoding. To keep the HTTP message consistent with it,
-``Content-Encoding`` and ``Transfer-Encoding`` are renamed ``X-Archive-Orig-Content-Encoding``
-and ``X-Archive-Orig-Transfer-Encoding`` and ``Content-Length`` is the stored length (the
-server's value, if different, is kept as ``X-Archive-Orig-Content-Length``), the convention
-of pywb and the Wayback Machine for rewritten headers; the status line says ``HTTP/1.1``
-(libcurl may have spoken HTTP/2). The request record holds a request head rebuilt from
-the URL and the header lines the job carried (the conditional ones of a revisit).
-Archiving the raw bytes instead would need the fetcher to turn off libcurl's decoding
-(``CURLOPT_HTTP_CONTENT_DECODING = 0``) and decode at commit time.
-
-**Files and crashes.** Rank r writes ``rank-RRRR-IIIII.warc.gz`` (I = 0, 1, ...) in its
-folder; a file is named ``*.warc.gz.open`` while it is written and renamed when it is
-finished, at ``max_bytes`` or :meth:`WarcWriter.close`. The records of one fetch go to the
-file in one unbuffered ``write``, so once :meth:`WarcWriter.write_fetch` has returned they
-survive a crash of the process; :meth:`WarcWriter.sync` (fsync) makes them survive a crash
-of the machine: call it before sealing the HDF5 segment that refers to them. A crash can
-leave a torn record at the end of an ``.open`` file (``warcio check`` lists it as a record
-without headers; stricter readers stop there); every new :class:`WarcWriter` first runs
-:func:`recover` on its rank's ``.open`` files (cut after the last complete record, fsync,
-rename), and the files it then writes get new indices. Records already reported written
-are never touched by recovery.
+- A fetch gives a ``response`` and a ``request`` record; a 304, or a 200 whose body equals
+  the newest archived one, a ``revisit`` naming the record that holds the body. Failed
+  fetches are not archived.
+- BEWARE: a response record holds libcurl's decoded body (what was hashed and indexed),
+  so Content-/Transfer-Encoding are renamed ``X-Archive-Orig-*`` and Content-Length is
+  the stored length (docs/revisits.md).
+- Rank r writes ``rank-RRRR-IIIII.warc.gz``, named ``*.open`` until finished. One fetch's
+  records go out in one ``write`` (they survive a process crash) and :meth:`sync` makes
+  them survive a machine crash; a new writer first runs :func:`recover` on its rank's
+  ``.open`` files, cutting a torn last record.
 """
 
 from __future__ import annotations
@@ -75,9 +45,7 @@ from bspcrawl.messages import FetchResult
 
 OPEN = ".open"
 MAX_BYTES = 1 << 30  # default size at which a file is finished and the next one begun
-# Compression: ISA-L (python-isal), whose gzip members are plain gzip, several times as
-# fast as zlib's fastest level with a smaller output.
-LEVEL = 1  # ISA-L levels are 0..3
+LEVEL = 1  # ISA-L (plain gzip members, faster than zlib) levels are 0..3
 NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
 IDENTICAL = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 _RENAMED = ("content-encoding", "transfer-encoding")
@@ -105,19 +73,16 @@ class Archived:
 
 
 def warc_name(rank: int, index: int) -> str:
-    """File name of a finished WARC file: ``rank-RRRR-IIIII.warc.gz``."""
     return f"rank-{rank:04d}-{index:05d}.warc.gz"
 
 
 def warc_date(t: float) -> str:
-    """WARC-Date of Unix time ``t``, to the microsecond (WARC/1.1): the same ``t`` always
-    gives the same string, so a revisit can name its original by the history's time."""
+    """WARC-Date of ``t`` to the microsecond: a revisit names its original by its time."""
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def warc_digest(*parts: bytes) -> str:
-    """The WARC digest of the concatenated *parts*: ``sha1:`` and base32, as warcio writes
-    it."""
+    """``sha1:`` and base32 of the concatenated *parts*, as warcio writes it."""
     sha1 = hashlib.sha1()
     for part in parts:
         sha1.update(part)
@@ -139,11 +104,8 @@ def record_bytes(fields: Sequence[tuple[str, str]], *block: bytes) -> bytes:
 
 
 def http_response_headers(status: int, headers: Mapping[str, str], length: int) -> bytes:
-    """The response head stored for a body of ``length`` decoded bytes (see the module
-    docstring: encodings renamed, Content-Length the stored length), as warcio's
-    ``StatusAndHeaders.to_ascii_bytes()`` writes it, built directly when it is ASCII (a
-    fifth of the cost); non-ASCII header text is percent-encoded, by warcio where it can
-    (values), else here (names too)."""
+    """The response head stored for a decoded body of ``length`` bytes, as warcio's
+    ``to_ascii_bytes()`` writes it; non-ASCII header text is percent-encoded."""
     try:
         reason = HTTPStatus(status).phrase
     except ValueError:
@@ -172,8 +134,7 @@ def http_response_headers(status: int, headers: Mapping[str, str], length: int) 
 
 
 def _percent_encoded(text: str) -> str:
-    """``text`` with each non-ASCII character percent-encoded: header text is the server's
-    bytes decoded as latin-1, so a character is a byte (above U+00FF: its UTF-8)."""
+    """``text``'s non-ASCII characters percent-encoded as latin-1 bytes (else UTF-8)."""
     if text.isascii():
         return text
     return "".join(c if c.isascii() else "".join(
@@ -181,10 +142,8 @@ def _percent_encoded(text: str) -> str:
 
 
 def http_request_headers(url: str, lines: Sequence[str]) -> bytes:
-    """A rebuilt request head: ``GET target HTTP/1.1``, ``Host`` and the given header
-    lines (``"Name: value"``, as for pycurl's HTTPHEADER), as warcio's
-    ``to_ascii_bytes()`` writes it. ``url`` is in ``bspcrawl.urls`` form (the target is
-    what follows the authority, "/" if nothing does)."""
+    """A rebuilt request head: ``GET``, ``Host`` and the header *lines* sent, as warcio
+    writes it."""
     authority, _, path = url.partition("://")[2].partition("/")
     fields = [("Host", authority.rpartition("@")[2])]
     for line in lines:
@@ -198,16 +157,8 @@ def http_request_headers(url: str, lines: Sequence[str]) -> bytes:
 
 
 class WarcWriter:
-    """Writes one rank's fetches to rotating WARC files in ``folder``.
-
-    API by role:
-
-    * write: :meth:`write_fetch` (the records of one fetch; their locations)
-    * durability: :meth:`sync` (fsync), :meth:`close` (finish the file); a context manager
-    * naming: :meth:`path` of a file index
-
-    Owned by the scheduler thread (it writes at commit time, like the HDF5 store).
-    """
+    """Writes one rank's fetches to rotating WARC files in ``folder``; owned by the thread
+    that commits."""
 
     def __init__(self, folder: Path, rank: int = 0, *, max_bytes: int = MAX_BYTES,
                  level: int = LEVEL, info: Mapping[str, str] | None = None) -> None:
@@ -224,8 +175,7 @@ class WarcWriter:
         self._size = 0
 
     def path(self, index: int) -> Path:
-        """The path of file ``index`` (the history's ``warc_file``): the file being written
-        is still ``*.warc.gz.open``; its records are whole on disk, so it can be read."""
+        """The path of file ``index`` (``*.open`` while written; its records are whole)."""
         path = self.folder / warc_name(self.rank, index)
         if self._fd is not None and index == self.index:
             return path.with_name(path.name + OPEN)
@@ -237,19 +187,11 @@ class WarcWriter:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # ----------------------------------------------------------------- write
-
     def write_fetch(self, result: FetchResult, *, request_headers: Sequence[str] = (),
                     original: Version | None = None,
                     content_fp: int | None = None) -> Archived | None:
-        """Archive one fetch; returns where its records went, or None for a fetch without
-        an HTTP response (``result.error``).
-
-        ``original``: the version holding the newest archived body of the URL
-        (:meth:`History.original`); with it, a 304 or an unchanged body is written as a
-        revisit of that record. ``request_headers``: the header lines sent, for the
-        request record. ``content_fp``: xxh3-64 of the body, if already computed.
-        """
+        """Archive one fetch; where its records went, or None without an HTTP response.
+        A 304 or a body equal to ``original``'s (the newest archived) is a revisit of it."""
         if result.error or result.status <= 0:
             return None
         if self._fd is not None and self._size >= self.max_bytes:
@@ -299,30 +241,23 @@ class WarcWriter:
                         body_at, revisit, digest)
 
     def sync(self) -> None:
-        """Make every record written so far survive a machine crash (fsync)."""
+        """fsync: the records written survive a machine crash."""
         if self._fd is not None:
             os.fsync(self._fd)
 
     def close(self) -> None:
-        """Finish the current file (fsync, rename to ``*.warc.gz``); the next write
-        starts a new one."""
+        """Finish the current file; the next write starts a new one."""
         if self._fd is not None:
             self._finish()
 
-    # -------------------------------------------------------------- internals
-
     def _record_id(self) -> str:
-        """A WARC-Record-ID: a random (version 4) UUID URN."""
         return f"<urn:uuid:{uuid.uuid4()}>"
 
     def _member(self, record: bytes) -> bytes:
-        """``record`` as one gzip member, compressed in one call."""
         return isal_zlib.compress(record, self.level, 31)
 
     def _write(self, data: bytes) -> None:
-        """Append whole records, or none: a failed write (a full disk: ENOSPC, EDQUOT,
-        EFBIG) is cut off again before the error is raised, so no finished file ever holds
-        a torn record."""
+        """Append whole records or none: a failed write (a full disk) is cut off again."""
         assert self._fd is not None
         view = memoryview(data)
         try:
@@ -334,8 +269,7 @@ class WarcWriter:
         self._size += len(data)
 
     def _cut(self) -> None:
-        """Truncate the open file to its last whole record; if even that fails, leave it
-        unfinished (``*.open``) for :func:`recover`, and go on in a new file."""
+        """Truncate to the last whole record; failing that, leave it to :func:`recover`."""
         assert self._fd is not None
         try:
             os.ftruncate(self._fd, self._size)
@@ -368,8 +302,7 @@ class WarcWriter:
 
 
 def files_used(folder: Path, rank: int) -> int:
-    """Finish (:func:`recover`) the files a killed writer of ``rank`` left open in
-    ``folder``; returns the number of file indices used (the last index + 1)."""
+    """:func:`recover` the files a killed writer of ``rank`` left open; the indices used."""
     name = re.compile(rf"rank-{rank:04d}-(\d{{5,}})\.warc\.gz")
     for stale in sorted(folder.glob(f"rank-{rank:04d}-*.warc.gz{OPEN}")):
         if name.fullmatch(stale.name[: -len(OPEN)]):
@@ -379,8 +312,7 @@ def files_used(folder: Path, rank: int) -> int:
 
 
 def record_ends(path: Path) -> list[int]:
-    """End offsets of the complete WARC records (gzip members that inflate whole and begin
-    with ``WARC/``) at the start of ``path``; reading stops at the first torn one."""
+    """End offsets of the complete WARC records of ``path``, up to the first torn one."""
     ends: list[int] = []
     pos = 0
     z, head = zlib.decompressobj(31), b""
@@ -406,10 +338,8 @@ def record_ends(path: Path) -> list[int]:
 
 
 def recover(path: Path, keep: int | None = None) -> Path | None:
-    """Finish the ``*.warc.gz.open`` file a crashed writer left: cut it after its last
-    complete record, or at ``keep`` bytes (the end of the last record a checkpoint refers
-    to: it must be a record end), fsync it and rename it to ``*.warc.gz``. Returns the new
-    path, or None if no record was left (the file is removed)."""
+    """Finish a crashed writer's ``*.open`` file: cut it after its last complete record
+    (or at record end ``keep``, a checkpoint's), fsync, rename; None if none was left."""
     path = Path(path)
     if not path.name.endswith(OPEN):
         raise ValueError(f"{path}: not an unfinished WARC file (*{OPEN})")
@@ -432,16 +362,13 @@ def recover(path: Path, keep: int | None = None) -> Path | None:
 
 
 def read_body(path: Path, offset: int) -> bytes:
-    """The HTTP body stored in the response record at ``offset`` of ``path``: exactly the
-    ``FetchResult.body`` that was written. ValueError if there is no response record
-    there (a revisit's body is at the location the history keeps for it)."""
+    """The ``FetchResult.body`` stored in the response record at ``offset``."""
     return read_response(path, offset)[1]
 
 
 def read_response(path: Path, offset: int) -> tuple[dict[str, str], bytes]:
-    """The HTTP header fields (lower-case names, as stored: see "What a response record
-    holds") and the body of the response record at ``offset`` of ``path``. ValueError if
-    there is no response record there."""
+    """The header fields (lower-case names) and body of the response record at
+    ``offset``; ValueError if there is none."""
     with open(path, "rb") as fh:
         fh.seek(offset)
         if fh.read(2) != b"\x1f\x8b":  # every record is a gzip member

@@ -1,12 +1,10 @@
 """The selective-repeat sequence window that orders commits to the index.
 
 After "Modifying Yioop's queuing process" (a CS 297 deliverable under C. Pollett, San José
-State University), a selective-repeat window: every fetch schedule gets a
-sequence number; the *sender* side remembers each outstanding schedule (its schedule time,
-acknowledgement status and reschedule count) and refuses new schedules while ``size`` are
-outstanding; the *receiver* side holds results that arrive out of order and releases whole
-schedules strictly in sequence order, so pages reach the index in the order they were
-scheduled whatever order the fetch workers finish in.
+State University): each schedule (one a superstep, maybe empty) gets a sequence number;
+the sender refuses new schedules while ``size`` are outstanding, and the receiver holds
+out-of-order results and releases whole schedules in sequence order, so pages reach the
+index in the order they were scheduled.
 
 Layout, for ``size=3`` after opening schedules 7, 8 and 9 and receiving 9's results::
 
@@ -16,12 +14,8 @@ Layout, for ``size=3`` after opening schedules 7, 8 and 9 and receiving 9's resu
     ... results of 7 arrive ...
     release() -> [7]           # 8 still blocks 9
 
-A schedule may be empty (it is acknowledged at once); the crawler opens one per superstep.
-
-A straggler (a job whose result is very late) need not hold the window: :meth:`defer`
-acknowledges a schedule with its missing jobs marked ``DEFERRED``; when such a result
-arrives, :meth:`deliver` keeps it in ``late`` for the caller to commit (once) after the
-schedules it releases next.
+:meth:`Window.defer` acknowledges a schedule held by a straggler, its missing jobs
+``DEFERRED``; their results arrive in ``late``, to be committed once.
 """
 
 from __future__ import annotations
@@ -54,11 +48,8 @@ class Schedule:
 
 
 class Window:
-    """Sender and receiver windows of ``size`` schedules.
-
-    API: :meth:`open` a schedule (only when not :meth:`full`), :meth:`deliver` each job's
-    result as it arrives, :meth:`release` the acknowledged prefix in sequence order.
-    """
+    """Sender and receiver windows of ``size`` schedules: :meth:`open`, :meth:`deliver`
+    each result, :meth:`release` the acknowledged prefix."""
 
     def __init__(self, size: int, next_seq: int = 0) -> None:
         if size < 1:
@@ -87,12 +78,8 @@ class Window:
         return seq
 
     def deliver(self, seq: int, index: int, result: Any) -> bool:
-        """Record the result of job ``index`` of schedule ``seq``.
-
-        Returns False (and ignores it) for a schedule no longer outstanding or a job already
-        answered: a late duplicate is committed at most once. The result of a deferred job
-        goes to ``late``.
-        """
+        """Record job ``index`` of ``seq``'s result (a deferred one's goes to ``late``);
+        False, ignoring it, for a duplicate, so it is committed at most once."""
         if (seq, index) in self.deferred:
             del self.deferred[(seq, index)]
             self.late.append(result)
