@@ -64,7 +64,8 @@ class ParsedPage:
     noindex: bool = False
     nofollow: bool = False
     anchors: Sequence[str] = field(default_factory=list)
-    """Each link's anchor text: the first non-empty one of its hrefs ('' for the page itself)."""
+    """Each link's anchor text: its first href's (the first non-empty text of that href's
+    ``<a>``; '' for the page itself)."""
     headings: dict[str, str] = field(default_factory=dict)
     """``"h1"`` ... ``"h5"`` (``<h6>`` counts as h5): the headings' text, one a line."""
 

@@ -8,7 +8,7 @@ of ``--min-host-delay`` and the robots.txt Crawl-delay (capped), ``k`` the
 archive costs no rest. The fetch workers and the frontier both apply :meth:`Politeness.rest`,
 so they agree. A host is *paced* when a delay or factor is above zero (one job at a time);
 an unpaced host is scheduled by superstep count alone, which keeps local crawls
-reproducible.
+reproducible, and still rests after a 429 or 503.
 """
 
 from __future__ import annotations
