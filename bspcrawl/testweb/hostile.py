@@ -1,80 +1,23 @@
-"""A hostile web for fuzzing the crawler: a seeded generator of hostile HTTP
-answers, a raw-socket server that sends them byte for byte, and an audit of a crawl of it.
+"""A hostile web for fuzzing the crawler: a seeded generator of hostile HTTP answers, a
+raw-socket server that sends them byte for byte, and an audit of a crawl of it.
 
-Unlike the polite web of :mod:`.model` (whose every answer is a well-formed function of the
-page), nothing here is well-behaved by intent. The answer to the ``k``-th request of
-``(netloc, target)`` is :meth:`HostileWeb.plan`, a pure function of ``(seed, netloc, target,
-k)`` (a ``random.Random`` seeded from a BLAKE2 hash of them, never Python's ``hash()``; the
-port only appears in links, so a seed gives the same web on any port):
-
-- **status codes**: 2xx, every 3xx, 4xx, 429 and 503 with odd ``Retry-After``, 5xx, unknown
-  codes (``299``, ``999``, a 101 out of the blue), garbage status lines (``HTTP/1.1 abc``,
-  ``ICY 200``), no status line at all (HTTP/0.9), 1xx before the answer, 204/304 with a body;
-- **headers**: bytes >= 0x80 (names too), NUL, obs-fold, duplicates, 10-120 KB lines,
-  Set-Cookie floods, odd ``Retry-After`` / ``ETag`` / ``Last-Modified`` / ``Expires`` /
-  ``Cache-Control`` / ``X-Robots-Tag`` values, charsets that are unknown, missing or lying,
-  ``Location`` garbage (relative, spaces, other hosts, other schemes, itself, userinfo,
-  5,000 characters, two different ones);
-- **framing**: ``Content-Length`` that lies up or down, bad chunked encoding, compressions
-  that lie (gzip, deflate, br, zstd on plain bytes), double gzip, a gzip bomb inflating to
-  64 MiB;
-- **timing**: a body cut short, a TCP reset (``SO_LINGER`` 0), a stall, a hold or a trickle
-  of at most ``max_stall`` seconds;
-- **robots.txt** of up to 600 KiB: UTF-16 with BOM, UTF-8 BOM, latin-1, NUL bytes, thousands
-  of rules and wildcards, garbage lines, HTML, a Crawl-delay of ``1e309``, redirects (chains,
-  loops, to other hosts, to refused hosts, to ``ftp:``), 4xx, 5xx, 429, resets and stalls;
-- **pages**: HTML, sometimes malformed, 20,000 elements deep or in odd encodings, and now
-  and then a flood of thousands of links.
-
-**A finite web.** So that a crawl of it ends, every link stays in a finite URL space: host
-``i`` of ``hosts`` is ``127.1.a.b:PORT`` (:func:`~.model.host_address`), its pages are ``/``
-and ``/p/<n>`` for ``n < pages`` (any query: links carry one of :data:`QUERIES`), and links
-also go to other hosts' pages, to ``refused`` loopback hosts where nothing listens
-(:meth:`HostileConfig.refused_netloc`, at most 50) and to a fixed list of junk hrefs
-(:data:`JUNK`). Only those pages carry links; any other target (a junk href resolved, a
-``Location`` followed) is a *leaf*, answered as hostile but without links (a leaf's
-redirect goes into the space, or to a name in its own directory). Requests are named by
-their *namespace*: a host's ``/robots.txt`` and its aliases ``/robots/<s>-<j>.txt`` (``j <
-3``; the only places a robots.txt of source host ``s`` redirects to, on any host) are
-reached only by robots.txt fetches, everything else only by page fetches (no href and no
-``Location`` of a page holds ``robots``).
-
-**The server** (:class:`HostileServer`) is asyncio on raw streams, one listening socket per
-host address, one port: keep-alive, a bounded request head (:data:`MAX_HEAD`), and each
-:class:`Plan` sent as it says. It logs one line per finished request,
-``netloc<TAB>target<TAB>start<TAB>end<TAB>kind`` (``time.monotonic()``, which other
-processes of the machine share; start when the request head was read, end when the answer
-was handed to the kernel, the connection closed or the client was seen to hang up), the
-shape of testweb's server log. ``kind`` is ``status/view/shape/conn``: the status of the
-status line (0: none), ``ok`` or ``err`` (whether a client's transfer ends with that status
-or with an error; exact for libcurl, ``tests/test_hostile.py`` checks it with the crawler's
-fetcher, and a stall or trickle that the client hung up on is logged ``err``), the
-misbehaviour (:data:`SHAPES`) and ``new`` or ``reused`` (whether the connection served an
-earlier request).
-
-**The audit** (:func:`audit`) checks a crawl of the hostile web against its log and output:
-
-- *no URL requested twice* unless the earlier answer called for it, by the crawler's own
-  rules: a page answered 429 or 503 (``ok``) is fetched again, up to
-  ``politeness_retries`` times; a robots.txt fetch (a chain of requests through its
-  redirects) whose last answer was a 5xx, a status < 200 or an error (and not more than
-  five redirects, nor a refused address: ``politeness.unreachable``) is fetched again up
-  to ``robotstxt_retries`` times; a 429 counts as unreachable (as Google treats it), every
-  other 4xx as "unavailable", final. libcurl itself sends a request again once when a
-  reused connection fails before the answer's first byte (RFC 9110 9.2.2); an ``err`` on a
-  ``reused`` connection followed within :data:`CURL_RETRY_WINDOW` by the same request is
-  one fetch;
-- *never two requests in flight to one host*: the ``[start, end]`` intervals of a netloc do
-  not overlap, beyond ``slack`` seconds of logging. Exempt: a robots.txt fetch that followed
-  a redirect to *another* host (an alias ``/robots/<s>-<j>.txt`` on a host other than ``s``):
-  RFC 9309 2.3.1.2 says to follow redirects across authorities, and the rank that owns ``s``
-  cannot know what the owner of the other host is fetching;
-- every ``*.h5`` under the output opens in h5py (and its datasets can be listed), every
-  WARC file passes ``warcio check``, none is left ``.open``, and the crawl's counter
-  ``fetcher/replaced`` is 0.
-
-Use :func:`running` (a thread, for tests), :func:`serving` (a child process: ``bspcrawl
-testweb hostile``) or :func:`serve_forever` (the command line).
+- The answer to the ``k``-th request of ``(netloc, target)`` is :meth:`HostileWeb.plan`, a
+  pure function of ``(seed, host, target, k)`` (a BLAKE2 hash, never ``hash()``; the port is
+  left out): odd status codes and lines, hostile headers, lying framing and compression,
+  cuts, resets, stalls and trickles, robots.txt files of every shape and redirect, and
+  malformed pages.
+- The web is finite, so a crawl ends: host ``i`` serves ``/`` and ``/p/<n>`` (``n <
+  pages``); links also go to ``refused`` hosts where nothing listens and to junk hrefs
+  (:data:`JUNK`). Any other target is a leaf, answered without links. A robots.txt redirects
+  only to aliases ``/robots/<s>-<j>.txt``, which no page links to.
+- :class:`HostileServer` logs one line per request, ``netloc<TAB>target<TAB>start<TAB>end
+  <TAB>status/view/shape/conn``: ``view`` is ``ok`` or ``err`` (what libcurl's transfer
+  ends with), ``shape`` one of :data:`SHAPES`, ``conn`` ``new`` or ``reused``.
+- :func:`audit` checks a crawl against the log and its output: no URL requested again
+  unless the crawler's rules call for it (429/503 retries, unreachable robots.txt, libcurl's
+  own retry on a dead reused connection, RFC 9110 9.2.2); never two requests in flight to
+  one host (but a robots.txt redirect followed to another host, RFC 9309 2.3.1.2); every
+  HDF5 and WARC file readable and finished, and no fetcher thread replaced.
 """
 
 from __future__ import annotations
@@ -88,8 +31,6 @@ import hashlib
 import json
 import random
 import re
-import socket
-import struct
 import subprocess
 import sys
 import time
@@ -100,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bspcrawl.testweb.model import host_address, host_index
-from bspcrawl.testweb.server import Listener, child_server, forever, free_port, in_thread
+from bspcrawl.testweb.server import Listener, child_server, forever, free_port, in_thread, reset
 
 MAX_HEAD = 64 * 1024  # bytes of a request head read before the connection is closed
 IDLE_TIMEOUT = 10.0  # s a keep-alive connection may wait for its next request
@@ -109,10 +50,8 @@ ALIASES = 3  # /robots/<s>-<j>.txt, j < ALIASES: where a robots.txt of host s re
 ROBOTS_HOPS = 5  # redirects a robots.txt fetch follows (fetcher.ROBOTS_TXT_HOPS)
 CURL_RETRY_WINDOW = 1.0  # s: libcurl's own retry of a request on a dead reused connection
 SLACK = 0.01  # s of log timing two requests to one host may seem to overlap by
-HANGUP_SLACK = 0.1  # s the same, after an answer the client gave up on: its end is when
-# the server noticed, which lags by what its event loop has to do on a loaded machine
-# (libcurl may abort a trickle at its low-speed limit and begin the next request at once,
-# on a new connection)
+HANGUP_SLACK = 0.1  # s the same after an answer the client gave up on (its end is when the
+# server noticed, which lags on a loaded machine)
 OK, ERR = "ok", "err"
 BLOCKED = ("10.255.255.1", "[::1]")  # hosts of hrefs that the address guard refuses
 QUERIES = ("q=1", "q=a", "q=%FF", "q=1&r=2", "q=ä")
@@ -198,9 +137,8 @@ _BAD_CHUNKS = (b"ZZ\r\nhello\r\n0\r\n\r\n", b"FFFFFFFFFFFFFFFFFFFF\r\nhello\r\n0
 
 
 def robots_source(netloc: str, target: str) -> int | None:
-    """For a request in the robots.txt namespace, the index of the host whose robots.txt
-    fetch made it (a host's own ``/robots.txt``, or ``s`` of an alias
-    ``/robots/<s>-<j>.txt`` on any host); None for a page request."""
+    """The host whose robots.txt fetch made this request (``s`` of an alias
+    ``/robots/<s>-<j>.txt``), or None for a page request."""
     if target == "/robots.txt":
         return host_index(netloc.rpartition(":")[0])
     m = _ALIAS.fullmatch(target)
@@ -208,8 +146,7 @@ def robots_source(netloc: str, target: str) -> int | None:
 
 
 def _rng(seed: int, netloc: str, target: str, k: int) -> random.Random:
-    """The generator of one answer: a hash of its inputs (the same in every process), the
-    port left out, so that a seed's web is the same on any port."""
+    """The generator of one answer, seeded from a hash of its inputs but the port."""
     host = netloc.rpartition(":")[0] or netloc
     key = f"{seed}\0{host}\0{target}\0{k}".encode("utf-8", "surrogatepass")
     return random.Random(int.from_bytes(hashlib.blake2b(key, digest_size=16).digest(), "big"))
@@ -217,7 +154,7 @@ def _rng(seed: int, netloc: str, target: str, k: int) -> random.Random:
 
 @functools.cache
 def _bomb() -> bytes:
-    """A gzip member of :data:`BOMB_SIZE` bytes (an HTML start, then spaces): 64 KiB."""
+    """A gzip member that inflates to :data:`BOMB_SIZE` bytes."""
     z = zlib.compressobj(9, zlib.DEFLATED, 31)
     chunk = b" " * (1 << 20)
     parts = [z.compress(b"<html><body><p>bomb</p>")]
@@ -264,8 +201,7 @@ class HostileConfig:
         return [f"http://{self.netloc(i)}/" for i in range(self.hosts)]
 
     def on_free_port(self) -> HostileConfig:
-        """This web on a port that is free right now on all its addresses, the refused
-        hosts' too (for tests and scripts)."""
+        """This web on a port free right now on all its addresses, the refused hosts' too."""
         return dataclasses.replace(self, port=free_port(self.hosts + self.refused))
 
 
@@ -274,9 +210,8 @@ class HostileConfig:
 
 @dataclass(slots=True)
 class Plan:
-    """One answer: the bytes to send and how. ``view`` says what a client's transfer ends
-    with (:data:`OK`: the status ``status``; :data:`ERR`: an error); ``tags`` name the
-    hostile features it has (for the tests' coverage)."""
+    """One answer: the bytes to send and how. ``view`` is what a client's transfer ends with
+    (:data:`OK` or :data:`ERR`); ``tags`` name its hostile features (for test coverage)."""
 
     status: int
     view: str
@@ -294,12 +229,10 @@ class Plan:
     tags: list[str] = field(default_factory=list)
 
     def data(self) -> bytes:
-        """The bytes sent."""
         data = self.interim + self.head + self.body
         return data if self.cut < 0 else data[: self.cut]
 
     def kind(self, view: str, reused: bool) -> str:
-        """The log's ``kind`` field."""
         return f"{self.status}/{view}/{self.shape}/{'reused' if reused else 'new'}"
 
 
@@ -324,11 +257,7 @@ def _chunked(body: bytes, rng: random.Random) -> bytes:
 
 
 class HostileWeb:
-    """The generator: :meth:`plan` is the answer to a request (see the module docstring).
-
-    API: :meth:`plan`, :meth:`in_space` (does a target carry links), :meth:`source` (the
-    host a robots.txt request belongs to), and the config's :meth:`~HostileConfig.seeds`.
-    """
+    """The generator: :meth:`plan` is the answer to a request."""
 
     def __init__(self, config: HostileConfig) -> None:
         self.config = config
@@ -336,7 +265,6 @@ class HostileWeb:
         self._index = {n: i for i, n in enumerate(self.netlocs)}
 
     def host(self, netloc: str) -> int | None:
-        """The index of a host of this web, by netloc (None for any other)."""
         return self._index.get(netloc)
 
     def in_space(self, target: str) -> bool:
@@ -345,7 +273,6 @@ class HostileWeb:
         return m is not None and (m[1] is None or int(m[1]) < self.config.pages)
 
     def source(self, netloc: str, target: str) -> int | None:
-        """:func:`robots_source`, for this web's hosts only."""
         src = robots_source(netloc, target)
         return src if src is not None and src < self.config.hosts else None
 
@@ -414,7 +341,6 @@ class HostileWeb:
                     tags=[f"robots:redirect:{shape}"])
 
     def _robots_body(self, rng: random.Random, src: int) -> tuple[bytes, bytes | None, list[str]]:
-        """A robots.txt body, its Content-Type and its tags."""
         u = rng.random()
         if u < 0.03:
             return b"", b"text/plain", ["robots:empty"]
@@ -647,9 +573,8 @@ class HostileWeb:
     # ------------------------------------------------------------- the answer's bytes
 
     def _odd_headers(self, rng: random.Random, status: int) -> tuple[list[bytes], list[str]]:
-        """A few odd header lines a client should survive (none makes the answer fail).
-        A ``Location`` goes only on a status that is not a redirect: on a 3xx it would
-        make one, out of the namespace of the URL redirected (a robots.txt's)."""
+        """A few odd header lines a client survives; no ``Location`` on a 3xx (it would
+        redirect out of a robots.txt's namespace)."""
         out, tags = [], []
         choices = (
             ("retry-after", lambda: b"Retry-After: " + rng.choice(_RETRY_AFTER)),
@@ -684,8 +609,8 @@ class HostileWeb:
 
     def _finish(self, rng: random.Random, status: int, headers: list[bytes], body: bytes,
                 tags: list[str], misbehave: float = 0.0) -> Plan:
-        """The plan of an answer: status line, headers and body, framed (length, chunked or
-        close), with odd headers, and with probability ``misbehave`` one misbehaviour."""
+        """The answer framed by length, chunks or close, with odd headers, and with
+        probability ``misbehave`` one misbehaviour."""
         headers = [h for h in headers if h]
         if status == 101:  # else libcurl takes it for a 1xx and waits for the answer; its
             headers.append(b"Upgrade: nonsense")  # body then lasts until the connection ends
@@ -799,11 +724,7 @@ class HostileWeb:
 
 
 class HostileServer(Listener):
-    """Serves a :class:`HostileWeb`; :meth:`start` and :meth:`stop` run in an event loop.
-
-    ``requests`` counts finished requests; ``count`` maps ``(netloc, target)`` to the
-    requests received so far (``k`` of the next one).
-    """
+    """Serves a :class:`HostileWeb`; ``count`` maps ``(netloc, target)`` to its requests so far."""
 
     def __init__(self, web: HostileWeb, log: str | Path | None = None) -> None:
         if not web.config.port:
@@ -814,12 +735,10 @@ class HostileServer(Listener):
         self.port = web.config.port
 
     async def start(self) -> None:
-        """Bind every host address; raises :class:`PortInUseError` naming the address."""
-        _bomb()  # built once, before the first request (0.4 s)
+        _bomb()  # built before the first request
         await self.listen([host_address(i) for i in range(self.web.config.hosts)], self.port)
 
     def describe(self) -> str:
-        """One line saying where the web listens."""
         c = self.web.config
         return (f"hostile testweb: {c.hosts} hosts of {c.pages} pages, "
                 f"http://{c.netloc(0)}/ .. http://{c.netloc(c.hosts - 1)}/ (seed {c.seed}, "
@@ -878,10 +797,7 @@ class HostileServer(Listener):
         if plan.hold and await _pause(reader, plan.hold):
             return True
         if plan.reset:
-            sock = writer.get_extra_info("socket")
-            if sock is not None:
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            writer.transport.abort()
+            reset(writer)
         elif plan.close or plan.hold:
             writer.close()
         return False
@@ -927,9 +843,7 @@ def config_argv(config: HostileConfig) -> list[str]:
 @contextlib.contextmanager
 def serving(config: HostileConfig, log: str | Path | None = None,
             stop_timeout: float = 10.0) -> Iterator[subprocess.Popen]:
-    """Serve a hostile web from a child process (``python -m bspcrawl.testweb hostile``,
-    no GIL shared with the caller) for the duration of the block; raises OSError with the
-    child's message if it cannot start. On exit the server is stopped and its log closed."""
+    """Serve a hostile web from a child process for the block (see :func:`.server.child_server`)."""
     if not config.port:
         raise ValueError("a hostile web needs its port: see HostileConfig.on_free_port")
     argv = [sys.executable, "-m", "bspcrawl.testweb", "hostile", *config_argv(config)]
@@ -981,8 +895,7 @@ def responses(log: str | Path) -> int:
 
 
 def _fetches(requests: list[Request]) -> dict[tuple[str, str], list[Request]]:
-    """Requests per URL in start order, libcurl's own retries folded into one fetch (the
-    retry stands for it)."""
+    """Requests per URL in start order, libcurl's own retries folded into one fetch."""
     by_url: dict[tuple[str, str], list[Request]] = defaultdict(list)
     for r in sorted(requests, key=lambda r: r.start):
         done = by_url[(r.netloc, r.target)]
@@ -996,9 +909,7 @@ def _fetches(requests: list[Request]) -> dict[tuple[str, str], list[Request]]:
 
 def _chain_outcome(chain: list[Request]) -> str:
     """What the crawler makes of a robots.txt fetch (its requests through redirects):
-    ``final`` (an answer: 2xx-4xx but 429, too many redirects, a refused address), ``retry``
-    (unreachable) or ``maybe`` (a redirect it did not follow: a transfer cut by its
-    timeout, say)."""
+    ``final``, ``retry`` (unreachable) or ``maybe`` (a redirect it may not have followed)."""
     last = chain[-1]
     if last.shape in ROBOTS_REDIRECTS and last.view == OK:
         if len(chain) > ROBOTS_HOPS:
@@ -1011,8 +922,7 @@ def _chain_outcome(chain: list[Request]) -> str:
 
 
 def repeated(requests: list[Request], page_retries: int, robots_retries: int) -> list[str]:
-    """URLs requested again when the earlier answer did not call for it (see the module
-    docstring), or more often than the retries allow."""
+    """URLs requested again when the earlier answer did not call for it, or too often."""
     problems = []
     fetches = _fetches(requests)
     chains: dict[int, list[list[Request]]] = defaultdict(list)
@@ -1056,9 +966,8 @@ def repeated(requests: list[Request], page_retries: int, robots_retries: int) ->
 
 
 def overlapping(requests: list[Request], slack: float = SLACK) -> list[str]:
-    """Requests in flight to one host at once (beyond ``slack`` s, or
-    :data:`HANGUP_SLACK` after an answer the client gave up on), but for robots.txt
-    redirects followed to another host (see the module docstring)."""
+    """Requests in flight to one host at once (beyond ``slack`` s), robots.txt redirects
+    followed to another host excepted."""
     problems = []
     by_host: dict[str, list[Request]] = defaultdict(list)
     for r in requests:
@@ -1079,9 +988,8 @@ def overlapping(requests: list[Request], slack: float = SLACK) -> list[str]:
 
 
 def damaged(out: str | Path) -> list[str]:
-    """What is wrong with a crawl's output: a missing ``crawl.h5``, a ``*.h5`` that h5py
-    cannot open or list, a WARC file left open or that ``warcio check`` rejects, a
-    ``fetcher/replaced`` counter above zero."""
+    """What is wrong with a crawl's output: unreadable HDF5 or WARC files, a missing
+    ``crawl.h5``, a replaced fetcher thread."""
     import h5py  # only the audit needs them, not the server
 
     from bspcrawl.index.inspect import summary
@@ -1115,13 +1023,11 @@ def damaged(out: str | Path) -> list[str]:
 
 
 def _touch(name: str, obj: object) -> None:
-    """Read an HDF5 object's shape (h5py.visititems stops at a return value)."""
     getattr(obj, "shape", None)
 
 
 def crawl_retries(out: str | Path) -> tuple[int, int]:
-    """``(politeness_retries, robotstxt_retries)`` of the crawl in ``out`` (the defaults
-    when it left no settings)."""
+    """``(politeness_retries, robotstxt_retries)`` of the crawl in ``out``, or the defaults."""
     import h5py
 
     from bspcrawl.settings import Settings
@@ -1137,9 +1043,7 @@ def crawl_retries(out: str | Path) -> tuple[int, int]:
 
 
 def audit(log: str | Path, out: str | Path, slack: float = SLACK) -> list[str]:
-    """Every problem of a crawl of a hostile web (its server's ``log``, its output
-    ``out``): repeated requests, overlapping requests, damaged output (see the module
-    docstring). An empty list: the crawl passed."""
+    """Every problem of a crawl of a hostile web; empty when the crawl passed."""
     requests = read_log(log)
     page_retries, robots_retries = crawl_retries(out)
     return (repeated(requests, page_retries, robots_retries)

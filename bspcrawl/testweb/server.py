@@ -1,35 +1,16 @@
 """An asyncio HTTP/1.1 server for a :class:`~bspcrawl.testweb.model.Web` on loopback.
 
-One process, one event loop, one listening socket per host address (``127.1.a.b:PORT``);
-a request's site is the local address its connection arrived on (the ``Host`` header is
-the fallback). Keep-alive connections, GET and HEAD, minimal hand-written parsing with a
-header size limit and an idle/request timeout. Answers:
+One event loop, one listening socket per host address (``127.1.a.b:PORT``); a request's
+site is the address its connection arrived on (``Host`` as the fallback). Keep-alive, GET
+and HEAD, a bounded request head. Pages carry ``ETag``/``Last-Modified`` (and sometimes
+``Expires``) and answer 304 to matching validators; redirects, soft 404s and traps come from
+the model, and the adversarial hosts (:mod:`.adversarial`) misbehave here: ``dead`` has no
+socket, ``reset``/``throttle``/``flaky`` misbehave on every request but /robots.txt, and
+every host delays and rate-limits as the web says.
 
-- ``/robots.txt``: ``text/plain`` (404 on hosts without one);
-- a page: 200 ``text/html; charset=utf-8`` with ``Content-Length``, an ``ETag``, a
-  ``Last-Modified`` and, on some pages, an ``Expires`` a year ahead; a matching
-  ``If-None-Match`` (or, without one, an ``If-Modified-Since`` not before Last-Modified)
-  gives 304 (:meth:`Web.etag` and :meth:`Web.last_modified` change only with the page);
-- a redirect: 301/302/307/308 with ``Location``; anything else: 404 (small HTML, no links).
-
-The adversarial hosts (:mod:`.adversarial`) are played here: a ``dead`` host has no
-listening socket; ``reset``, ``throttle`` and ``flaky`` hosts misbehave on every request
-but /robots.txt; every host waits :meth:`Web.response_delay` before answering and sends
-at most :attr:`Web.host_rate` bytes a second; large bodies are streamed. The polite web
-takes the fast path: one ``write`` of a ready response.
-
-Options: ``latency=(lo, hi)`` delays each response by a further uniform random time in
-seconds (unseeded unless ``latency_seed`` is given, so two runs finish requests in
-different orders); ``log=PATH`` appends one line per finished request,
-``netloc<TAB>target<TAB>start_monotonic<TAB>end_monotonic<TAB>status``, where start is
-when the request head was read and end when the response was handed to the kernel
-(``time.monotonic()`` is system-wide, so other processes can compare); status 0 is a
-reset connection.
-
-Use :func:`running` from tests (a background thread with its own loop),
-:func:`running_process` for a server in a child process (``python -m bspcrawl.testweb
-serve`` with the web's config as options, :func:`~.options.config_argv`) and
-:func:`serve_forever` from the command line (:mod:`.cli` imports this module only then).
+``latency=(lo, hi)`` adds a uniform random delay to each answer; ``log=PATH`` appends
+``netloc<TAB>target<TAB>start<TAB>end<TAB>status`` per request (``time.monotonic()``,
+shared by the machine's processes; status 0 is a reset).
 """
 
 from __future__ import annotations
@@ -63,23 +44,11 @@ MAX_HEADER = 16 * 1024  # bytes of request head (request line + headers) accepte
 REQUEST_TIMEOUT = 30.0  # seconds a connection may stay idle or take to send a request head
 
 _REASONS = {
-    200: "OK",
-    301: "Moved Permanently",
-    302: "Found",
-    303: "See Other",
-    304: "Not Modified",
-    307: "Temporary Redirect",
-    308: "Permanent Redirect",
-    400: "Bad Request",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    429: "Too Many Requests",
-    431: "Request Header Fields Too Large",
-    500: "Internal Server Error",
-    502: "Bad Gateway",
-    503: "Service Unavailable",
-    504: "Gateway Timeout",
-    505: "HTTP Version Not Supported",
+    200: "OK", 301: "Moved Permanently", 302: "Found", 303: "See Other", 304: "Not Modified",
+    307: "Temporary Redirect", 308: "Permanent Redirect", 400: "Bad Request", 404: "Not Found",
+    405: "Method Not Allowed", 429: "Too Many Requests", 431: "Request Header Fields Too Large",
+    500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable",
+    504: "Gateway Timeout", 505: "HTTP Version Not Supported",
 }
 _TICK = 0.05  # s between two pieces of a bandwidth-limited body
 _HTML = "text/html; charset=utf-8"
@@ -87,8 +56,7 @@ _TEXT = "text/plain; charset=utf-8"
 
 
 class PortInUseError(OSError):
-    """A host address of the web cannot be bound (the port is taken, or the address is
-    not available)."""
+    """A host address of the web cannot be bound."""
 
 
 @functools.cache
@@ -120,10 +88,8 @@ def _parse_date(text: str) -> float | None:
 
 
 class Listener:
-    """What the local webs' servers share: a listening socket per host address, a task
-    per open connection, and a request log. A subclass answers a connection in
-    :meth:`_connection` (``reader``, ``writer``) and calls :meth:`listen` from its
-    ``start``."""
+    """What the local webs' servers share: a socket per host address, a task per connection
+    and a request log. A subclass answers in :meth:`_connection` and calls :meth:`listen`."""
 
     def __init__(self, log: str | Path | None, limit: int) -> None:
         self.log_path = Path(log) if log is not None else None
@@ -135,8 +101,7 @@ class Listener:
         self._log: TextIO | None = None
 
     async def listen(self, addresses: list[str], port: int) -> None:
-        """Open the log and bind every address; raises :class:`PortInUseError` naming the
-        address."""
+        """Open the log and bind every address, or raise :class:`PortInUseError`."""
         if self.log_path is not None:
             self._log = open(self.log_path, "a", buffering=1, encoding="utf-8")  # noqa: SIM115
         try:
@@ -189,22 +154,13 @@ class Listener:
 
 
 class TestWebServer(Listener):
-    """Serves one :class:`Web`; :meth:`start` and :meth:`stop` run inside an event loop.
-
-    ``requests`` counts finished requests; ``addresses`` lists the bound (address, port).
-    """
+    """Serves one :class:`Web`; :meth:`start` and :meth:`stop` run inside an event loop."""
 
     __test__ = False  # not a pytest test class, despite the name
 
-    def __init__(
-        self,
-        web: Web,
-        latency: tuple[float, float] | None = None,
-        log: str | Path | None = None,
-        latency_seed: int | None = None,
-        request_timeout: float = REQUEST_TIMEOUT,
-        max_header: int = MAX_HEADER,
-    ) -> None:
+    def __init__(self, web: Web, latency: tuple[float, float] | None = None,
+                 log: str | Path | None = None, latency_seed: int | None = None,
+                 request_timeout: float = REQUEST_TIMEOUT, max_header: int = MAX_HEADER) -> None:
         if latency is not None and not 0 <= latency[0] <= latency[1]:
             raise ValueError(f"latency must be (lo, hi) with 0 <= lo <= hi, not {latency}")
         super().__init__(log, max_header)
@@ -222,7 +178,6 @@ class TestWebServer(Listener):
         self._count: dict[int, int] = {}  # flaky hosts: page requests so far
 
     async def start(self) -> None:
-        """Bind every host address; raises :class:`PortInUseError` naming the address."""
         self.web.html(0)  # builds the text all pages share before the first request
         await self.listen([host_address(h) for h in range(self.web.n_hosts)
                            if self._roles[h] != "dead"],  # dead: connection refused
@@ -231,16 +186,11 @@ class TestWebServer(Listener):
     def describe(self) -> str:
         """One line saying where the web listens."""
         web = self.web
-        last = host_address(web.n_hosts - 1)
         more = web.n_hosts - web.config.hosts
-        return (
-            f"testweb: {web.n_pages} pages on {web.config.hosts} hosts"
-            + (f" and {more} adversarial ones" if more else "")
-            + f", http://{host_address(0)} .. http://{last} port {web.config.port}"
-            f" (seed {web.config.seed}, epoch {web.config.epoch})"
-        )
-
-    # ------------------------------------------------------------------ one connection
+        return (f"testweb: {web.n_pages} pages on {web.config.hosts} hosts"
+                + (f" and {more} adversarial ones" if more else "")
+                + f", http://{host_address(0)} .. http://{host_address(web.n_hosts - 1)} port "
+                f"{web.config.port} (seed {web.config.seed}, epoch {web.config.epoch})")
 
     async def _connection(self, reader: asyncio.StreamReader,
                           writer: asyncio.StreamWriter) -> None:
@@ -248,9 +198,8 @@ class TestWebServer(Listener):
         while await self._one_request(reader, writer, site):
             pass
 
-    async def _one_request(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, site: int | None
-    ) -> bool:
+    async def _one_request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                           site: int | None) -> bool:
         """Read, answer and log one request; False when the connection should close."""
         try:
             async with asyncio.timeout(self.request_timeout):
@@ -305,9 +254,8 @@ class TestWebServer(Listener):
             delay += self._random.uniform(*self.latency)
         if delay:
             await asyncio.sleep(delay)
-        await self._send(
-            writer, status, extra, body, site, target, start, close, head_only=method == "HEAD"
-        )
+        await self._send(writer, status, extra, body, site, target, start, close,
+                         head_only=method == "HEAD")
         return not close
 
     def _misbehave(self, role: str, site: int) -> Reply | None:
@@ -328,9 +276,8 @@ class TestWebServer(Listener):
                 return status, extra, body
         return None
 
-    async def _reset(
-        self, writer: asyncio.StreamWriter, site: int, target: str, start: float
-    ) -> None:
+    async def _reset(self, writer: asyncio.StreamWriter, site: int, target: str,
+                     start: float) -> None:
         """Reset the connection (RST), for half the targets after part of the answer."""
         if zlib.crc32(target.encode()) & 1:
             status, extra, body = self._answer(site, "GET", target, {})
@@ -339,14 +286,10 @@ class TestWebServer(Listener):
             writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + body[: len(body) // 3])
             with contextlib.suppress(ConnectionError):
                 await writer.drain()
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-        writer.transport.abort()
+        reset(writer)
         self._logged(site, target, start, 0)
 
     def _answer(self, site: int | None, method: str, target: str, headers: dict[str, str]) -> Reply:
-        """Status, extra header lines and body for one request."""
         web = self.web
         if method not in ("GET", "HEAD"):
             status, extra, body = self._error(405)
@@ -375,8 +318,7 @@ class TestWebServer(Listener):
         return self._error(404)
 
     def _page(self, r: int, headers: dict[str, str], body: bytes | None = None) -> Reply:
-        """Page ``r`` (or ``body`` with its validators) with its validators, or 304 when the
-        request's validators match."""
+        """Page ``r`` (or ``body``) with its validators, or 304 when the request's match."""
         web = self.web
         etag, modified = web.etag(r), web.last_modified(r)
         extra = [f"ETag: {etag}", f"Last-Modified: {http_date(modified)}"]
@@ -396,18 +338,9 @@ class TestWebServer(Listener):
     def _error(status: int) -> Reply:
         return status, [f"Content-Type: {_HTML}"], _small_page(status)
 
-    async def _send(
-        self,
-        writer: asyncio.StreamWriter,
-        status: int,
-        extra: list[str],
-        body: bytes | Stream,
-        site: int | None,
-        target: str,
-        start: float,
-        close: bool,
-        head_only: bool = False,
-    ) -> None:
+    async def _send(self, writer: asyncio.StreamWriter, status: int, extra: list[str],
+                    body: bytes | Stream, site: int | None, target: str, start: float,
+                    close: bool, head_only: bool = False) -> None:
         date = f"Date: {http_date(int(time.time()))}"
         lines = [f"HTTP/1.1 {status} {_REASONS[status]}", "Server: bspcrawl-testweb", date, *extra]
         if status != 304:
@@ -431,8 +364,7 @@ class TestWebServer(Listener):
 
     @staticmethod
     async def _stream(writer: asyncio.StreamWriter, body: bytes | Stream, rate: float) -> None:
-        """Send ``body`` piece by piece, at ``rate`` bytes a second (0: as fast as the
-        client reads)."""
+        """Send ``body`` piece by piece, at ``rate`` bytes a second (0: unlimited)."""
         chunks = body.chunks() if isinstance(body, Stream) else (body,)
         step = max(256, int(rate * _TICK))
         for chunk in chunks:
@@ -451,6 +383,14 @@ class TestWebServer(Listener):
             netloc = self.web.netlocs[site] if site is not None else "-"
             end = time.monotonic()
             self._log.write(f"{netloc}\t{target}\t{start:.6f}\t{end:.6f}\t{status}\n")
+
+
+def reset(writer: asyncio.StreamWriter) -> None:
+    """End a connection with a TCP reset (``SO_LINGER`` 0) instead of a close."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()
 
 
 def free_port(hosts: int = 1, tries: int = 50) -> int:
@@ -488,8 +428,8 @@ S = TypeVar("S", bound=Serving)
 
 @contextlib.contextmanager
 def in_thread(server: S, name: str) -> Iterator[S]:
-    """Run ``server`` from a background thread (its own event loop) inside a ``with``:
-    yields it once it listens; stops it, closing all connections and its log, on exit."""
+    """Run ``server`` from a background thread (its own loop) inside a ``with``: yields it
+    once it listens, stops it on exit."""
     loop = asyncio.new_event_loop()
     ready = threading.Event()
     failure: list[BaseException] = []
@@ -524,8 +464,7 @@ def in_thread(server: S, name: str) -> Iterator[S]:
 
 
 def forever(make: Callable[[], Serving], announce: Callable[[str], object] = print) -> None:
-    """Serve ``make()`` in this thread until SIGINT or SIGTERM, then stop it cleanly;
-    ``announce`` gets its one-line description once it listens."""
+    """Serve ``make()`` in this thread until SIGINT or SIGTERM; announce it once it listens."""
 
     async def main() -> None:
         server = make()
@@ -544,42 +483,26 @@ def forever(make: Callable[[], Serving], announce: Callable[[str], object] = pri
 
 
 @contextlib.contextmanager
-def running(
-    web: Web,
-    latency: tuple[float, float] | None = None,
-    log: str | Path | None = None,
-    **options,
-) -> Iterator[TestWebServer]:
-    """Serve ``web`` from a background thread (its own event loop) inside a ``with``.
-
-    Yields the :class:`TestWebServer` once every address listens; stops it, closing all
-    connections and the log, on exit. Other keyword ``options`` go to TestWebServer.
-    """
+def running(web: Web, latency: tuple[float, float] | None = None,
+            log: str | Path | None = None, **options) -> Iterator[TestWebServer]:
+    """Serve ``web`` from a background thread inside a ``with`` (see :func:`in_thread`)."""
     with in_thread(TestWebServer(web, latency=latency, log=log, **options),
                    "testweb-server") as server:
         yield server
 
 
-def serve_forever(
-    web: Web,
-    latency: tuple[float, float] | None = None,
-    log: str | Path | None = None,
-    announce=print,
-) -> None:
+def serve_forever(web: Web, latency: tuple[float, float] | None = None,
+                  log: str | Path | None = None, announce=print) -> None:
     """Serve ``web`` in this thread until SIGINT or SIGTERM, then stop cleanly."""
     forever(lambda: TestWebServer(web, latency=latency, log=log), announce)
 
 
 @contextlib.contextmanager
-def running_process(
-    web: Web,
-    latency: tuple[float, float] | None = None,
-    log: str | Path | None = None,
-    stop_timeout: float = 10.0,
-) -> Iterator[subprocess.Popen]:
-    """Like :func:`running`, but the server is a child process (``python -m
-    bspcrawl.testweb serve``), so it shares no GIL with the caller. Yields the Popen once
-    the server listens; raises OSError with the child's message if it cannot start."""
+def running_process(web: Web, latency: tuple[float, float] | None = None,
+                    log: str | Path | None = None,
+                    stop_timeout: float = 10.0) -> Iterator[subprocess.Popen]:
+    """Like :func:`running`, but in a child process (``python -m bspcrawl.testweb serve``)
+    that shares no GIL with the caller."""
     argv = [sys.executable, "-m", "bspcrawl.testweb", "serve", *config_argv(web.config)]
     if latency is not None:
         argv += ["--latency", f"{latency[0]!r},{latency[1]!r}"]
@@ -591,11 +514,9 @@ def running_process(
 
 @contextlib.contextmanager
 def child_server(argv: list[str], stop_timeout: float = 10.0) -> Iterator[subprocess.Popen]:
-    """Run the server command ``argv`` as a child process for the block: yields it once
-    it announced where it listens (a first line on stdout naming a ``127.1.`` address);
-    raises OSError with the child's last error line if it does not. On exit: SIGTERM,
-    then a kill after ``stop_timeout`` s."""
-    # stderr goes to a file, not a pipe, so that a chatty child never blocks
+    """Run the server command ``argv`` for the block, yielded once its first stdout line
+    names a ``127.1.`` address (else OSError with its last error line); on exit SIGTERM,
+    then a kill after ``stop_timeout`` s. Its stderr goes to a file: a pipe could block it."""
     with (
         tempfile.TemporaryFile("w+") as errors,
         subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=errors, text=True) as proc,
