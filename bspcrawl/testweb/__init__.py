@@ -1,27 +1,10 @@
 """A deterministic local web on loopback for bspcrawl's tests, demo and benchmarks.
 
-Submodules, each importing only those listed before it:
-
-- :mod:`~bspcrawl.testweb.config`: :class:`WebConfig` (the parameters of a web, checked),
-  :data:`ADVERSARIAL` (what ``--adversarial`` turns on), the resource kinds and host roles;
-- :mod:`~bspcrawl.testweb.options`: a WebConfig as command-line options and back
-  (:func:`config_from_args`, :func:`config_argv`);
-- :mod:`~bspcrawl.testweb.adversarial`: what real crawls meet (dead, resetting, slow,
-  throttling and flaky hosts, mirrors, redirect loops, junk, huge pages, gzip bombs, soft
-  404s, spider traps), each switched on by a WebConfig field, all by ``--adversarial``;
-- :mod:`~bspcrawl.testweb.model`: :class:`Web` (sites, pages, links, robots.txt, dead
-  links, redirects, rendered HTML, epochs; the adversarial hosts added by
-  :mod:`.adversarial`) and the ground truth :meth:`Web.truth`, the exact set of URLs a
-  correct robots.txt-obeying crawl fetches; on an adversarial web also
-  :meth:`Web.may_give_up`, :meth:`Web.must_not_fetch` and :meth:`Web.trap_limit`;
-- :mod:`~bspcrawl.testweb.server`: an asyncio HTTP/1.1 server, one listening socket per
-  host address ``127.1.a.b:PORT``; :func:`running` (a thread, for tests),
-  :func:`running_process` (a child process: no shared GIL) and :func:`serve_forever` (CLI);
-- :mod:`~bspcrawl.testweb.hostile`: the fuzzer's hostile web (a seeded generator of hostile
-  answers, a raw-socket server, :func:`~.hostile.audit` of a crawl of it), apart from the
-  rest: it takes only the host addresses of :mod:`.model` and the port helpers of
-  :mod:`.server`;
-- :mod:`~bspcrawl.testweb.cli`: ``bspcrawl testweb serve | truth | seeds | hostile``.
+Submodules, each importing only those before it: :mod:`.config` (:class:`WebConfig`, kinds
+and roles), :mod:`.options` (a WebConfig as options and back), :mod:`.adversarial` (what
+real crawls meet), :mod:`.model` (:class:`Web` and its ground truth :meth:`Web.truth`),
+:mod:`.server` (the asyncio server), :mod:`.hostile` (the fuzzer's web and its audit) and
+:mod:`.cli` (``bspcrawl testweb serve | truth | seeds | hostile``).
 
 Example::
 

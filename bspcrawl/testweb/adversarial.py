@@ -1,48 +1,23 @@
 """The adversarial web: what real crawls meet, added to a polite :class:`~.model.Web`.
 
-:func:`extend` appends hosts after the polite ones (host ``config.hosts`` on), one *role*
-each, in :attr:`WebConfig.special_roles` order, and links each one's home page ``/`` from
-the home page of a default seed host (a ``<footer>`` of absolute links), so a crawl from
-the default seeds meets every one of them. Roles (WebConfig switch in brackets):
+:func:`extend` appends one host per role (:attr:`WebConfig.special_roles` order), each
+home page linked from a default seed's home page, so a crawl from the seeds meets them all:
 
-- ``dead`` [dead_hosts]: no listening socket, every connection is refused;
-- ``reset`` [reset_hosts]: robots.txt answers 404, every other request is reset (RST),
-  half of them before the status line, half after part of the body;
-- ``slow`` [slow_hosts]: each answer starts after :data:`SLOW_DELAY` s and trickles at
-  :data:`SLOW_RATE` B/s;
-- ``throttle`` [throttle_hosts]: a request less than :data:`THROTTLE_INTERVAL` s after the
-  last one served gets ``429`` with ``Retry-After:`` :data:`RETRY_AFTER`;
-- ``flaky`` [flaky_hosts]: page requests come in cycles of :data:`FLAKY_PERIOD`, the 2nd
-  to the :data:`FLAKY_BURST` + 1st of each answered 503 (with Retry-After), 500, 502;
-- ``mirror`` [mirrors]: a byte-identical copy of a polite site (robots.txt included), so its
-  relative links stay on the mirror and its absolute ones lead to the original;
-- ``nearmirror`` [near_mirrors, not in :data:`~.config.ADVERSARIAL`]: a mirror whose
-  every page has one small edit (:func:`near_edit`: a date line or a sentence more), the
-  near-duplicates that ``inspect --duplicates`` must find (:meth:`.model.Web.copies`);
-- ``redirects`` [redirect_traps]: ``/loop/a`` -> ``/loop/b`` -> ``/loop/a``, ``/self`` ->
-  ``/self`` and ``/chain/0`` -> ... -> ``/chain/7`` -> ``/chain/end.html`` (8 hops);
-- ``junk`` [junk, huge, bomb]: PNG, GIF, PDF, octet-stream, random bytes labelled text/html,
-  an empty page, broken HTML, 20,000 nested ``<div>``, invalid UTF-8, an unknown charset,
-  UTF-16 labelled UTF-8 (the mis-made pages link to ``/behind/*.html``); a 5 MiB page
-  (:data:`HUGE_BYTES`) and a gzip bomb (1 MiB on the wire, :data:`BOMB_BYTES` inflated),
-  both streamed, never built in memory;
-- ``calendar``, ``session``, ``deep`` [traps]: spider traps. ``/`` links
-  ``/cal/2024/05/``, and each month links the previous and next month, forever;
-  ``/`` and ``/item-0.html`` .. ``/item-9.html`` accept any query, and every link carries a
-  new ``?sid=`` (a hash of the requested target, so the trap is deterministic); ``/``
-  links ``a/``, and every ``/a/.../a/`` links ``a/`` (one level deeper), ``../`` and ``/``.
+- ``dead``: connections refused; ``reset``: every request but robots.txt reset, half after
+  part of the body; ``slow``: :data:`SLOW_DELAY` s, then :data:`SLOW_RATE` B/s;
+  ``throttle``: 429 to a request within :data:`THROTTLE_INTERVAL` s of the last;
+  ``flaky``: requests 1 .. :data:`FLAKY_BURST` of every :data:`FLAKY_PERIOD` fail;
+- ``mirror``: a byte-identical copy of a polite site; ``nearmirror``: one small edit a page
+  (:func:`near_edit`), the near-duplicates ``inspect --duplicates`` must find;
+- ``redirects``: a loop, a self-redirect and a chain of :data:`CHAIN_HOPS` hops;
+- ``junk``: images, PDF, binary labelled HTML, broken HTML, deep nesting, bad charsets,
+  a huge page and a gzip bomb (both streamed, never built in memory);
+- ``calendar``, ``session``, ``deep``: spider traps (months forever, a new ``?sid=`` on
+  every link, ``a/`` one level deeper).
 
-``soft404`` is a flag on polite sites instead: there, every unknown path (and every dead
-link) answers 200 with a "not found" page that links ``/``.
-
-Unreliable roles (:data:`~.config.UNRELIABLE`) serve small sites of :data:`SMALL_SITE`
-pages; the server (:mod:`.server`) plays the role, this module only says what each URL
-holds: :func:`reply` for a resource of the table, :func:`reply_unknown` for any other path.
-
-The model calls in here (:meth:`.model.Web.__init__` calls :func:`extend`, and
-:meth:`.model.Web.reply` and :meth:`.model.Web.reply_unknown` hand over to :func:`reply`
-and :func:`reply_unknown`); this module takes the resource kinds, the roles and
-:class:`~.config.WebConfig` from :mod:`.config` and sees a web only as a :class:`WebLike`.
+``soft404`` is a flag of polite sites: unknown paths answer 200 "not found". The server
+plays the roles; this module says what each URL holds (:func:`reply`, :func:`reply_unknown`)
+and sees a web only as a :class:`WebLike`.
 """
 
 from __future__ import annotations
@@ -327,13 +302,8 @@ def _junk_site(table: _Table, h: int) -> None:
     home = table.add(h, "/", SPECIAL, ("page",))
     kinds = (list(_JUNK + _MISMADE) if cfg.junk else []) + ["huge"] * cfg.huge
     kinds += ["bomb"] * cfg.bomb
-    paths = dict(
-        png="/img/logo.png",
-        gif="/img/dot.gif",
-        pdf="/docs/report.pdf",
-        octets="/data/archive.bin",
-        binary="/data/blob.html",
-    )
+    paths = dict(png="/img/logo.png", gif="/img/dot.gif", pdf="/docs/report.pdf",
+                 octets="/data/archive.bin", binary="/data/blob.html")
     web.extra[home] = []
     for kind in kinds:
         r = table.add(h, paths.get(kind, f"/{kind}.html"), SPECIAL, (kind,))
@@ -563,20 +533,8 @@ def _bomb(web: WebLike, h: int, path: str, r: int) -> Reply:
 # ------------------------------------------------------------------------ spider traps
 
 
-_MONTHS = (
-    "January",
-    "February",
-    "March",
-    "April",
-    "May",
-    "June",
-    "July",
-    "August",
-    "September",
-    "October",
-    "November",
-    "December",
-)
+_MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+           "September", "October", "November", "December")
 _CAL = re.compile(r"/cal/(\d{4,})/(\d\d)/")
 _DEEP = re.compile(r"(?:/a)*/")
 
@@ -636,19 +594,8 @@ def _trap_home(web: WebLike, h: int, path: str, r: int) -> Reply:
 
 
 _MAKERS: dict[str, Callable[[WebLike, int, str, int], Reply]] = {
-    "page": _page,
-    "png": _png,
-    "gif": _gif,
-    "pdf": _pdf,
-    "octets": _octets,
-    "binary": _binary,
-    "empty": _empty,
-    "broken": _broken,
-    "nested": _nested,
-    "badutf8": _badutf8,
-    "charset": _charset,
-    "utf16": _utf16,
-    "huge": _huge,
-    "bomb": _bomb,
+    "page": _page, "png": _png, "gif": _gif, "pdf": _pdf, "octets": _octets, "binary": _binary,
+    "empty": _empty, "broken": _broken, "nested": _nested, "badutf8": _badutf8,
+    "charset": _charset, "utf16": _utf16, "huge": _huge, "bomb": _bomb,
     **dict.fromkeys(("calendar", "session", "deep"), _trap_home),
 }

@@ -1,45 +1,24 @@
 """A deterministic synthetic web: sites, pages, links, robots.txt, dead links and redirects.
 
-Everything follows from a :class:`~.config.WebConfig` (and
-``numpy.random.default_rng(seed)``), so the server (:mod:`bspcrawl.testweb.server`) and
-the ground truth (:meth:`Web.truth`) agree to the byte. The port only appears in URLs:
-the link structure and the truth, modulo the port, do not depend on it.
+Everything follows from a :class:`~.config.WebConfig` and its seed, so the server and the
+ground truth (:meth:`Web.truth`) agree to the byte; the port only appears in URLs. The web
+is a table of *resources*, each a (host, path) with a kind (:mod:`.config`): ``PAGE`` (ids
+``0 .. pages-1``, HTML rendered on demand by :meth:`Web.html`, links in mixed styles that
+all resolve to the target's canonical URL), ``DEAD`` (a 404), ``REDIRECT`` (301/302 chains
+of at most two hops to a page; a *moved* page is linked only through its old URL) and
+``SPECIAL`` (the adversarial web). Host ``i`` is :func:`host_address` ``(i)``; each has a
+robots.txt of some kind (missing, empty, Disallow prefixes, a ``bspcrawl`` group). Every
+path is canonical (WHATWG, no fragment), so a request target equals the stored path.
 
-The model is a table of *resources*, each a (host, path) pair with a kind (the kinds,
-host roles and WebConfig are defined in :mod:`.config` and importable from here too):
+**Epochs**: the same web at a later crawl. Links never change; between two epochs a page
+changes its text and validators with chance ``change``, except ``expires`` pages, sent with
+a far Expires, which never change.
 
-- ``PAGE`` (ids ``0 .. pages-1``): answers 200 with HTML rendered on demand by
-  :meth:`Web.html` from the seed and the page id (10–60 KiB, Zipf words, the page's
-  links as ``<a href>`` in mixed styles that all resolve to the target's canonical URL);
-- ``DEAD``: a linked path that does not exist (the server answers 404);
-- ``REDIRECT``: an old URL answering 301/302 with a ``Location`` (absolute or relative)
-  to a page, or to a second redirect (chains of at most two hops, no loops). Pages that
-  are *moved* are linked only through their old URL.
-
-Host ``i`` listens on ``127.1.{i // 250}.{i % 250 + 1}``; a site's origin is
-``http://127.1.a.b:PORT``. Each host has a ``/robots.txt`` (missing on some, empty on
-some, one or two ``Disallow`` prefixes in the ``User-agent: *`` group on many, a
-``User-agent: bspcrawl`` group that overrides ``*`` on a few, and an ignorable
-``User-agent: OtherBot`` / ``Disallow: /`` group on some).
-
-Canonical URLs are WHATWG serialisations (as ``ada_url`` prints them) without fragment;
-every generated path is already canonical, so a request target equals the stored path.
-
-**Epochs** (``WebConfig.epoch``): the same web at a later crawl. Structure and links never
-change; between two epochs each page changes (new text, same links, new ETag and
-Last-Modified) with chance ``change``, except the fraction ``expires`` of pages that are
-sent with an Expires a year ahead and never change. Epoch 0 is today's web, byte for byte.
-
-**The adversarial web** (every switch off by default; :meth:`WebConfig.adversarial` turns
-all on): per-host delays and bandwidths, hosts that are dead, reset, slow, throttling or
-flaky, mirrors, redirect loops, junk content, huge pages, gzip bombs, soft 404s and
-spider traps; :class:`Web` has :func:`.adversarial.extend` add them while it is built
-and answers their resources through :mod:`.adversarial`. The ground truth is then three
-disjoint lists, :meth:`Web.must_fetch` (= :meth:`Web.truth`), :meth:`Web.may_give_up`
-and :meth:`Web.must_not_fetch`, plus :meth:`Web.trap_limit` per host. A crawl passes when
-it ends on its own, fetches every must-fetch URL, none of the must-not ones, and at most
-``trap_limit(host)`` URLs of any host; the rule that keeps it there is a per-host budget
-of :attr:`Web.trap_budget` URLs.
+**The adversarial web** (:meth:`WebConfig.adversarial`; :mod:`.adversarial` adds it):
+the truth is then three disjoint lists, :meth:`Web.must_fetch`, :meth:`Web.may_give_up`
+and :meth:`Web.must_not_fetch`, plus :meth:`Web.trap_limit` per host. A crawl passes when it
+ends on its own, fetches every must-fetch URL, none of the must-not ones, and at most
+``trap_limit(host)`` URLs of any host (the crawler's per-host budget).
 """
 
 from __future__ import annotations
@@ -61,9 +40,7 @@ from bspcrawl.testweb.config import MAX_HOSTS as MAX_HOSTS
 from bspcrawl.testweb.config import ROLES as ROLES
 from bspcrawl.testweb.config import SPECIAL as SPECIAL
 
-# The names imported "as" themselves are re-exported, unused here: .config defines them,
-# and tests and other callers import them (and the kinds, TRAPS, UNRELIABLE and
-# WebConfig) from this module too.
+# The names imported "as" themselves are re-exported for callers.
 
 MAX_REDIRECTS = 5
 """Redirect hops a crawl follows from one link (the crawler's ``fetch_max_redirects``)."""
@@ -85,15 +62,8 @@ _DAY = 86400
 EPOCH0_TIME = 1704067200
 """Unix time of epoch 0, 2024-01-01 00:00 UTC: epoch ``e`` is ``e`` days later; pages were
 last modified up to 1000 days before it."""
-_NOT_CONTENT = (
-    "epoch",
-    "change",
-    "expires",
-    "latency_ms",
-    "latency_sigma",
-    "bandwidth_kb",
-    "trap_budget",
-)  # config fields that leave page bytes alone
+_NOT_CONTENT = ("epoch", "change", "expires", "latency_ms", "latency_sigma", "bandwidth_kb",
+                "trap_budget")  # config fields that leave page bytes alone
 
 
 class Truth(NamedTuple):
@@ -125,22 +95,8 @@ def host_index(address: str) -> int | None:
 
 # ---------------------------------------------------------------- vocabulary and paths
 
-_ONSETS = [
-    *"bcdfghklmnprstvwz",
-    "br",
-    "ch",
-    "cl",
-    "dr",
-    "fl",
-    "gr",
-    "pl",
-    "pr",
-    "sh",
-    "sk",
-    "st",
-    "th",
-    "tr",
-]
+_ONSETS = [*"bcdfghklmnprstvwz", "br", "ch", "cl", "dr", "fl", "gr", "pl", "pr", "sh", "sk",
+           "st", "th", "tr"]
 _VOWELS = [*"aeiouaeio", "ai", "ea", "io", "ou"]
 _CODAS = ["", "", "", "", "n", "r", "s", "t", "l", "m", "nd", "st", "ck"]
 
@@ -216,20 +172,8 @@ def _site_paths(draw: _Draws, words: list[str], n: int, private: bool) -> list[s
     topics = [word() for _ in range(4)]
     levels = [[word() for _ in range(k)] for k in (2, 2, 3)]
     years = [2019 + draw(6) for _ in range(2)]
-    kinds = [
-        "top",
-        "docs",
-        "docs",
-        "blog",
-        "blog",
-        "deep",
-        "deep",
-        "deep",
-        "wiki",
-        "list",
-        "search",
-        "index",
-    ] + ["private", "private"] * private
+    kinds = ["top", "docs", "docs", "blog", "blog", "deep", "deep", "deep", "wiki", "list",
+             "search", "index"] + ["private", "private"] * private
     kinds = [kinds[draw(len(kinds))] for _ in range(6)] + ["index", "deep"]
     paths, seen = ["/"], {"/"}
     misses = 0
@@ -288,21 +232,11 @@ def _robots_prefixes(paths: list[str]) -> list[str]:
 class Web:
     """A synthetic web built from a :class:`WebConfig`.
 
-    Structure (arrays indexed by resource id ``r``; pages are ``0 .. n_pages-1``):
-    :attr:`host` (site of r), :attr:`path` (canonical path and query), :attr:`kind`
-    (``PAGE``/``DEAD``/``REDIRECT``/``SPECIAL``), :attr:`allowed` (robots.txt lets
-    ``bspcrawl`` fetch r), redirects in :attr:`redirect_target` / :meth:`redirect`. Links in
-    CSR form: :meth:`links` (page -> resource ids, with repeats), plus :attr:`extra` (links
-    of SPECIAL resources, and the footer links from seed home pages to adversarial hosts).
-    Special page sets: :attr:`unreachable` (linked from nowhere) and :attr:`moved` (linked
-    only through a redirect). Rendering: :meth:`html` (the last ``cache`` pages stay
-    rendered), :meth:`robots_txt`, :meth:`reply` and :meth:`reply_unknown` (adversarial).
-    Validators: :attr:`version`, :meth:`etag`, :meth:`last_modified`, :attr:`expiring`.
-    Hosts: :attr:`role` (``""`` or one of :data:`ROLES`), :attr:`soft404`,
-    :attr:`host_delay` and :attr:`host_rate` (timing), :meth:`response_delay`.
-    Truth: :meth:`seeds`, :meth:`truth`, :meth:`must_fetch`, :meth:`may_give_up`,
-    :meth:`must_not_fetch` (or all three: :meth:`categories`), :meth:`trap_limit`,
-    :meth:`trap_hosts`, :attr:`trap_budget`, :meth:`reached`.
+    Arrays indexed by resource id: :attr:`host`, :attr:`path`, :attr:`kind`, :attr:`allowed`
+    (robots.txt lets ``bspcrawl`` fetch it), :attr:`redirect_target`; links in CSR form
+    (:meth:`links`) plus :attr:`extra` (links of SPECIAL resources). Rendering: :meth:`html`,
+    :meth:`robots_txt`, :meth:`reply`; validators: :meth:`etag`, :meth:`last_modified`;
+    truth: :meth:`truth`, :meth:`categories`, :meth:`trap_limit`, :meth:`reached`.
     """
 
     def __init__(self, config: WebConfig | None = None, cache: int = 256) -> None:
