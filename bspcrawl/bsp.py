@@ -1,26 +1,16 @@
 """The BSP collectives of a superstep, comm first: wait, sync, announce hosts, exchange.
 
 Marin et al. (2008) end every superstep with a barrier at which the messages sent are
-delivered. Here that is at most three non-blocking collectives, each a small function that
-takes the communicator first and works on any communicator (``MPI.COMM_SELF`` included, as
-the tests use it):
+delivered. Here that is at most three non-blocking collectives, each working on any
+communicator (``MPI.COMM_SELF`` included): :func:`sync` always (one ``Ialltoall`` of the
+bytes each rank sends each, the hosts found and the counters, so every rank takes the same
+decisions from the same sums); :func:`announce` only when some rank found new hosts or
+budget news (one ``Iallgatherv``); :func:`exchange` only when links travel (one
+``Ialltoallv`` of byte buffers). Collectives that carry nothing are skipped.
 
-1. :func:`sync`, always: one ``Ialltoall`` that carries, from every rank to every rank, the
-   byte count of the links it sends there, the number of hosts it found, and its counters
-   (the synced ones of ``counters.py``); so every rank learns what it will receive and the
-   same global sums, from which all ranks take the same decisions;
-2. :func:`announce`, only when some rank found hosts no rank owns yet or has domain budget
-   news: one ``Iallgatherv`` of their hashes, so every rank deals them alike
-   (``partition.py``), and of the news (``budgets.py``);
-3. :func:`exchange`, only when some rank sends links: one ``Ialltoallv`` of the URL
-   batches, as byte buffers (never pickled lists).
-
-The collectives that carry nothing are skipped, since on a small crawl a superstep's
-latency is mostly theirs.
-
-Only the main thread calls MPI, and :func:`wait` polls with ``Test`` and short, growing
-sleeps: MPICH busy-polls inside blocking collectives, which would starve the fetch workers
-and the other ranks when ranks share cores.
+Only the main thread calls MPI, and :func:`wait` polls with ``Test`` and growing sleeps:
+MPICH busy-polls inside blocking collectives, which starves the fetch workers and the
+other ranks when ranks share cores.
 """
 
 from __future__ import annotations
@@ -35,12 +25,8 @@ POLL_MIN, POLL_MAX = 20e-6, 1e-3  # backoff between Test() calls on a pending co
 
 
 def wait(requests: list[MPI.Request]) -> None:
-    """Wait for non-blocking requests without MPICH's busy polling.
-
-    Non-blocking collectives progress only inside Test(), so polling starts fast (a quick
-    exchange ends in microseconds) and backs off exponentially to ``POLL_MAX`` sleeps (a
-    slow one costs little CPU).
-    """
+    """Wait for non-blocking requests without MPICH's busy polling: collectives progress
+    only inside Test(), so polling starts fast and backs off to ``POLL_MAX`` sleeps."""
     delay = 0.0
     while not MPI.Request.Testall(requests):
         time.sleep(delay)
@@ -63,9 +49,8 @@ def barrier(comm: MPI.Comm) -> None:
 
 @dataclass(slots=True)
 class Synced:
-    """What :func:`sync` tells a rank: the bytes each rank sends it, the number of new
-    hosts each rank found, whether any rank sends links at all, and the counters summed
-    over every rank."""
+    """What :func:`sync` tells a rank: bytes and new hosts from each rank, whether any rank
+    sends links, and the counters summed over every rank."""
 
     recv_counts: np.ndarray
     found: np.ndarray

@@ -2,18 +2,10 @@
 
 Marin et al. (2008) describe the crawl as messages between a rank's scheduler, its robots
 (here: fetch workers) and the other ranks; these are those messages, as plain data:
-
-- :class:`Link`: a discovered URL travelling to the rank that owns its host
-  (``partition.py`` puts links on the wire between ranks);
-- :class:`FetchJob`: job ``index`` of the fetch schedule ``seq``, from the scheduler to the
-  fetch workers (``robots/fetcher.py``);
-- :class:`FetchResult`: what the fetch workers bring back, delivered to the sequence window
-  (``index/window.py``) and committed in schedule order (``commit.py``);
-- the revisit codes of a result and of ``/pages/revisit``: :data:`FETCHED`,
-  :data:`NOT_MODIFIED`, :data:`FRESH`.
-
-This module imports nothing of bspcrawl, so that every other module can import it without
-tying the rooms to each other.
+:class:`Link` (a URL travelling to the rank that owns its host), :class:`FetchJob` (from the
+scheduler to the fetch workers), :class:`FetchResult` (back to the sequence window, committed
+in schedule order) and the revisit codes :data:`FETCHED`, :data:`NOT_MODIFIED`, :data:`FRESH`.
+It imports nothing of bspcrawl, so every module can import it.
 """
 
 from __future__ import annotations
@@ -27,9 +19,7 @@ ANCHOR_BYTES = 100
 
 @dataclass(slots=True, frozen=True)
 class Link:
-    """A URL travelling to its owner: its depth from a seed, its redirect hops so far and
-    the anchor text of the link (:func:`clip_anchor`; '' for none), which the owner
-    credits to the target page (``docs/search.md``)."""
+    """A URL travelling to its owner, with its depth, redirect hops and anchor text."""
 
     url: str
     depth: int = 0
@@ -54,14 +44,9 @@ def clip_anchor(text: str) -> str:
 
 @dataclass(slots=True)
 class FetchJob:
-    """One URL to fetch: job ``index`` of schedule ``seq``.
-
-    ``host`` is the host key (``host:port``) whose politeness the job obeys; ``delay`` the
-    host's rest between two requests; ``robotstxt`` is True for a host's robots.txt (not a
-    page); ``attempt`` counts the 429/503 answers this URL has had so far (politeness
-    backs off by it); ``headers`` are the request header lines sent with it (conditional
-    ones, set by the archive on a revisit).
-    """
+    """One URL to fetch: job ``index`` of schedule ``seq``, under the politeness of
+    ``host``; ``attempt`` counts its 429/503 answers so far, ``headers`` are conditional
+    request lines on a revisit."""
 
     seq: int
     index: int
@@ -78,13 +63,9 @@ class FetchJob:
 
 @dataclass(slots=True)
 class FetchResult:
-    """What a fetch worker brings back. ``status`` is 0 and ``error`` names the kind on
-    failure.
-
-    ``revisit``: :data:`FETCHED` for a transfer; :data:`NOT_MODIFIED` for a 304 and
-    :data:`FRESH` for a URL not fetched because its archived copy was still fresh, whose
-    ``body`` and ``content_type`` were restored from the archive (``index/archive.py``).
-    """
+    """What a fetch worker brings back (``status`` 0 and ``error`` set on failure).
+    ``revisit`` is :data:`FRESH` when the archived copy was still fresh and its body was
+    restored from the archive instead of fetched."""
 
     job: FetchJob
     status: int = 0

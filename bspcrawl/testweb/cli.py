@@ -1,14 +1,8 @@
 """Command-line hooks of the test web: ``bspcrawl testweb serve | truth | seeds | hostile``.
 
-:func:`add_arguments` adds the WebConfig options (:func:`~.options.add_config_arguments`:
-one per field, plus ``--adversarial``) and a command's own options to a parser
-(``serve``: ``--latency``, ``--log``; ``truth``: ``--seeds``, ``--kind``), and
-``cmd_serve`` / ``cmd_truth`` / ``cmd_seeds`` turn the parsed arguments into a web
-(:func:`~.options.config_from_args`), run the command and return its exit code; ``serve``
-imports :mod:`.server` only when it runs. ``hostile`` (the fuzzer's web, :mod:`.hostile`)
-has options of its own (:func:`add_hostile_arguments`). Mistakes raise ValueError (or
-OSError) with a one-line message for the caller to print. ``python -m bspcrawl.testweb``
-wires them up on its own (see :func:`main`).
+Each ``cmd_*`` turns parsed arguments into a web, runs and returns its exit code; mistakes
+raise ValueError (or OSError) with a one-line message for the caller to print. The server
+modules (asyncio) are imported only when a command serves.
 """
 
 from __future__ import annotations
@@ -20,9 +14,6 @@ from pathlib import Path
 
 from bspcrawl.testweb.model import Web
 from bspcrawl.testweb.options import add_config_arguments, config_from_args
-
-# Defined in .options; importable from here as well, where it was before.
-from bspcrawl.testweb.options import config_argv as config_argv
 
 KINDS = ("must_fetch", "must_not", "may_give_up", "trap_limit", "copies")
 
@@ -40,42 +31,22 @@ def _latency(text: str) -> tuple[float, float]:
 
 
 def add_arguments(parser: argparse.ArgumentParser, command: str | None = None) -> None:
-    """Add the WebConfig options and ``--adversarial``, plus ``serve``'s (``--latency``,
-    ``--log``) and ``truth``'s (``--seeds``, ``--kind``) when ``command`` names them (all
-    when it is None). Options default to None: :func:`config_from_args` fills them in."""
+    """Add the WebConfig options, plus those of ``command`` (of every command when None)."""
     add_config_arguments(parser)
     if command in (None, "serve"):
-        parser.add_argument(
-            "--latency",
-            type=_latency,
-            default=None,
-            metavar="LO[,HI]",
-            help="delay each response by a random time in [LO, HI] seconds",
-        )
-        parser.add_argument(
-            "--log",
-            type=Path,
-            default=None,
-            metavar="FILE",
-            help="append one line per request: host, path, start, end, status",
-        )
+        parser.add_argument("--latency", type=_latency, default=None, metavar="LO[,HI]",
+                            help="delay each response by a random time in [LO, HI] seconds")
+        parser.add_argument("--log", type=Path, default=None, metavar="FILE",
+                            help="append one line per request: host, path, start, end, status")
     if command in (None, "truth"):
+        parser.add_argument("--seeds", type=Path, default=None, metavar="FILE",
+                            help="seed URLs, one per line (default: the web's default seeds)")
         parser.add_argument(
-            "--seeds",
-            type=Path,
-            default=None,
-            metavar="FILE",
-            help="seed URLs, one per line (default: the web's default seeds)",
-        )
-        parser.add_argument(
-            "--kind",
-            choices=KINDS,
-            default="must_fetch",
+            "--kind", choices=KINDS, default="must_fetch",
             help="which URLs: must_fetch (the truth), must_not (must never be requested), "
             "may_give_up (may fail or be skipped), trap_limit (each trap host's origin "
             "and page limit, tab-separated), copies (each mirrored page's URL, the URL "
-            "it copies and exact or near, tab-separated) (default: %(default)s)",
-        )
+            "it copies and exact or near, tab-separated) (default: %(default)s)")
 
 
 def read_seeds(path: str | Path) -> list[str]:
@@ -92,13 +63,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     """Serve the web until SIGINT/SIGTERM."""
     from bspcrawl.testweb.server import serve_forever  # asyncio: imported only to serve
 
-    web = Web(config_from_args(args))
-    serve_forever(
-        web,
-        latency=getattr(args, "latency", None),
-        log=getattr(args, "log", None),
-        announce=lambda line: print(line, flush=True),
-    )
+    serve_forever(Web(config_from_args(args)), latency=getattr(args, "latency", None),
+                  log=getattr(args, "log", None), announce=lambda line: print(line, flush=True))
     return 0
 
 
@@ -176,12 +142,10 @@ COMMANDS = {"serve": cmd_serve, "truth": cmd_truth, "seeds": cmd_seeds, "hostile
 
 
 def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``serve``, ``truth``, ``seeds`` and ``hostile`` parsers (with ``func`` set) to
-    ``subparsers``."""
+    """Add the parsers of :data:`COMMANDS` (``func`` set) to ``subparsers``."""
     for name, func in COMMANDS.items():
-        sub = subparsers.add_parser(
-            name, help=func.__doc__.splitlines()[0].rstrip("."), description=func.__doc__
-        )
+        sub = subparsers.add_parser(name, help=func.__doc__.splitlines()[0].rstrip("."),
+                                    description=func.__doc__)
         if name == "hostile":
             add_hostile_arguments(sub)
         else:
@@ -191,9 +155,8 @@ def add_subcommands(subparsers: argparse._SubParsersAction) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m bspcrawl.testweb serve|truth|seeds|hostile [options]``."""
-    parser = argparse.ArgumentParser(
-        prog="python -m bspcrawl.testweb", description="A deterministic local web on loopback."
-    )
+    parser = argparse.ArgumentParser(prog="python -m bspcrawl.testweb",
+                                     description="A deterministic local web on loopback.")
     add_subcommands(parser.add_subparsers(dest="command", required=True))
     args = parser.parse_args(argv)
     try:

@@ -1,13 +1,8 @@
-"""What a test web is made of: :class:`WebConfig` and the names both its builders use.
-
-This module decides the parameters of a web and their limits (:class:`WebConfig`, checked
-when made; :data:`MAX_HOSTS` addresses in all), what ``--adversarial`` switches on
-(:data:`ADVERSARIAL`), which adversarial hosts a config asks for and in what order
-(:attr:`WebConfig.special_roles`), and the names of the resource kinds (``PAGE``, ``DEAD``,
-``REDIRECT``, ``SPECIAL``) and host roles (:data:`ROLES`, :data:`UNRELIABLE`,
-:data:`TRAPS`). It builds nothing: :mod:`.model` builds the polite web from a config and
-:mod:`.adversarial` adds the adversarial hosts; both read these names from here (and
-:mod:`.model` re-exports them).
+"""What a test web is made of: :class:`WebConfig` (its parameters and their limits, checked
+when made), what ``--adversarial`` switches on (:data:`ADVERSARIAL`), which adversarial
+hosts a config asks for and in what order (:attr:`WebConfig.special_roles`), and the names
+of resource kinds and host roles. It builds nothing: :mod:`.model` and :mod:`.adversarial`
+do, from these names.
 """
 
 from __future__ import annotations
@@ -22,30 +17,15 @@ TRAPS = ("calendar", "session", "deep")
 """Spider-trap kinds (``WebConfig.traps``), one host each."""
 
 UNRELIABLE = ("dead", "reset", "slow", "throttle", "flaky")
-"""Roles of hosts whose URLs a correct crawl may fail to fetch (see
-:meth:`.model.Web.may_give_up`)."""
+"""Roles of hosts whose URLs a correct crawl may fail to fetch."""
 
 ROLES = ("", *UNRELIABLE, "mirror", "nearmirror", "redirects", "junk", *TRAPS)
-"""Host roles (:attr:`.model.Web.role`): ``""`` for the polite sites, then the adversarial
-ones."""
+"""Host roles (:attr:`.model.Web.role`): ``""`` for the polite sites."""
 
 ADVERSARIAL: dict[str, object] = dict(
-    expires=0.1,
-    latency_ms=80.0,
-    latency_sigma=0.8,
-    bandwidth_kb=1024.0,
-    dead_hosts=1,
-    reset_hosts=1,
-    slow_hosts=1,
-    throttle_hosts=1,
-    flaky_hosts=1,
-    soft404=0.2,
-    mirrors=1,
-    redirect_traps=True,
-    junk=True,
-    huge=True,
-    bomb=True,
-    traps=",".join(TRAPS),
+    expires=0.1, latency_ms=80.0, latency_sigma=0.8, bandwidth_kb=1024.0, dead_hosts=1,
+    reset_hosts=1, slow_hosts=1, throttle_hosts=1, flaky_hosts=1, soft404=0.2, mirrors=1,
+    redirect_traps=True, junk=True, huge=True, bomb=True, traps=",".join(TRAPS),
 )
 """What ``--adversarial`` turns on (:meth:`WebConfig.adversarial`)."""
 
@@ -115,18 +95,8 @@ class WebConfig:
             raise ValueError(f"seed_hosts must be positive, not {self.seed_hosts}")
         if self.max_links < 1:
             raise ValueError(f"max_links must be positive, not {self.max_links}")
-        counts = (
-            "epoch",
-            "dead_hosts",
-            "reset_hosts",
-            "slow_hosts",
-            "throttle_hosts",
-            "flaky_hosts",
-            "mirrors",
-            "near_mirrors",
-            "trap_budget",
-        )
-        for name in counts:
+        for name in ("epoch", "dead_hosts", "reset_hosts", "slow_hosts", "throttle_hosts",
+                     "flaky_hosts", "mirrors", "near_mirrors", "trap_budget"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative, not {getattr(self, name)}")
         for name in ("change", "expires", "soft404"):
@@ -144,8 +114,7 @@ class WebConfig:
 
     @classmethod
     def adversarial(cls, **overrides) -> WebConfig:
-        """Every adversarial behaviour on with its default strength (:data:`ADVERSARIAL`),
-        then ``overrides``."""
+        """Every adversarial behaviour on (:data:`ADVERSARIAL`), then ``overrides``."""
         return cls(**{**ADVERSARIAL, **overrides})
 
     @property

@@ -1,12 +1,7 @@
-"""The command-line options of a :class:`~.config.WebConfig`, in both directions.
-
-This module decides how a WebConfig is spelled on a command line: one option per field
-(``--min-kb N``; ``--junk`` / ``--no-junk`` for the switches) plus ``--adversarial``
-(:data:`~.config.ADVERSARIAL` under the options given). :func:`add_config_arguments` adds
-them to a parser, :func:`config_from_args` reads parsed arguments back into a WebConfig,
-and :func:`config_argv` writes a WebConfig as the options that give it back (the server
-starts its child process with them). The commands that take these options live in
-:mod:`.cli`.
+"""The command-line options of a :class:`~.config.WebConfig`, in both directions: one option
+per field (``--junk`` / ``--no-junk`` for switches) plus ``--adversarial``
+(:data:`~.config.ADVERSARIAL` under the options given); :func:`config_argv` writes a
+WebConfig back as the options that give it (the server's child process starts with them).
 """
 
 from __future__ import annotations
@@ -59,26 +54,18 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
     """Add a "test web" group to ``parser``: ``--adversarial`` and one option per WebConfig
     field (``--no-`` forms for the switches), each defaulting to None."""
     group = parser.add_argument_group("test web")
-    group.add_argument(
-        "--adversarial",
-        action="store_true",
-        help="every adversarial behaviour on, with seeded defaults (other options win): "
-        + ", ".join(f"{k}={v}" for k, v in ADVERSARIAL.items()),
-    )
+    group.add_argument("--adversarial", action="store_true",
+                       help="every adversarial behaviour on, with seeded defaults (other "
+                       "options win): " + ", ".join(f"{k}={v}" for k, v in ADVERSARIAL.items()))
     for f in dataclasses.fields(WebConfig):
         flag = "--" + f.name.replace("_", "-")
         if f.type == "bool":
-            group.add_argument(
-                flag, action=argparse.BooleanOptionalAction, help=f"{_HELP[f.name]} (default: off)"
-            )
+            group.add_argument(flag, action=argparse.BooleanOptionalAction,
+                               help=f"{_HELP[f.name]} (default: off)")
             continue
         kind = _TYPES[str(f.type)]
-        group.add_argument(
-            flag,
-            type=kind,
-            metavar={int: "N", float: "F", str: "S"}[kind],
-            help=f"{_HELP[f.name]} (default: {f.default!r})",
-        )
+        group.add_argument(flag, type=kind, metavar={int: "N", float: "F", str: "S"}[kind],
+                           help=f"{_HELP[f.name]} (default: {f.default!r})")
 
 
 def config_from_args(args: argparse.Namespace) -> WebConfig:
