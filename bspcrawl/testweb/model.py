@@ -526,8 +526,7 @@ class Web:
         return self.link_dst[self.link_ptr[page] : self.link_ptr[page + 1]]
 
     def etag(self, page: int) -> str:
-        """The quoted ETag of ``page`` (or of the page a mirror copies): the same in every
-        epoch until the page changes."""
+        """The quoted ETag of ``page``, the same in every epoch until the page changes."""
         return f'"{self._tag}-{page:x}-{self.version[page]}"'
 
     def last_modified(self, page: int) -> int:
@@ -535,34 +534,29 @@ class Web:
         return int(self.modified[page])
 
     def response_delay(self, host: int, target: str) -> float:
-        """Seconds ``host`` waits before answering ``target``: its own delay, with a
-        +-25% jitter per target when delays are drawn (``latency_sigma > 0``)."""
+        """Seconds ``host`` waits before answering ``target`` (+-25% per target when drawn)."""
         delay = float(self.host_delay[host])
         if self.config.latency_sigma and delay:
             delay *= 0.75 + 0.5 * zlib.crc32(target.encode(), host) / 2**32
         return delay
 
     def reply(self, r: int) -> adversarial.Reply:
-        """(status, header lines, body) of ``SPECIAL`` resource ``r`` (not a mirror page,
-        which the server answers as the page it copies, :attr:`copy_of`)."""
+        """(status, header lines, body) of ``SPECIAL`` resource ``r`` (not a mirror page)."""
         return adversarial.reply(self, r)
 
     def reply_unknown(self, host: int, target: str) -> adversarial.Reply | None:
-        """The answer to a path of ``host`` that is a dead link or no resource: a soft 404,
-        a spider-trap page, or ``None`` for a plain 404."""
+        """The answer to a path of ``host`` that is no resource (``None``: a plain 404)."""
         return adversarial.reply_unknown(self, host, target)
 
     def copy_html(self, r: int) -> bytes:
-        """The HTML that ``r``, a page of a mirror or near mirror, answers: that of the page
-        it copies (:attr:`copy_of`), with a near mirror's small edit."""
+        """The HTML of mirror page ``r``: its original's, with a near mirror's edit."""
         body = self.html(int(self.copy_of[r]))
         if self.role[self.host[r]] == "nearmirror":
             return adversarial.near_edit(self, r, body)
         return body
 
     def copies(self) -> list[tuple[str, str, str]]:
-        """(URL of a copy, URL of the page it copies, ``exact`` on a mirror or ``near`` on
-        a near mirror) for every mirrored page, in resource order."""
+        """(copy URL, original URL, ``exact`` or ``near``) of every mirrored page."""
         return [(self.url(r), self.url(int(c)),
                  "near" if self.role[self.host[r]] == "nearmirror" else "exact")
                 for r, c in enumerate(self.copy_of.tolist()) if c >= 0]
@@ -582,13 +576,9 @@ class Web:
 
     def truth(self, seeds: Iterable[str] | None = None) -> list[str]:
         """Sorted canonical URLs that a correct robots.txt-obeying crawl from ``seeds``
-        fetches (3xx and 404 URLs included, /robots.txt excluded).
-
-        Breadth-first over links and redirect targets; a URL that robots.txt disallows
-        for ``bspcrawl`` is neither fetched nor followed. Raises ValueError for a seed
-        that is not an http URL on this web. On an adversarial web, where what a crawl
-        fetches depends on failures and budgets, this is :meth:`must_fetch`.
-        """
+        fetches (3xx and 404 URLs included, /robots.txt excluded): breadth-first over links
+        and redirects, disallowed URLs neither fetched nor followed. On an adversarial web,
+        :meth:`must_fetch`. ValueError for a seed that is not on this web."""
         if self.adversarial:
             return self.must_fetch(seeds)
         urls: set[str] = set()
@@ -607,58 +597,32 @@ class Web:
         """Whether any adversarial host or soft-404 site is present (timing and epochs aside)."""
         return self.n_hosts > self.config.hosts or bool(self.soft404.any())
 
-    def must_fetch(
-        self, seeds: Iterable[str] | None = None, max_redirects: int = MAX_REDIRECTS
-    ) -> list[str]:
-        """Sorted canonical URLs that every correct crawl from ``seeds`` fetches: requests
-        and commits with whatever answer comes (200, 3xx, 404, a soft 404, an image...).
-
-        A *correct crawl* obeys robots.txt for ``bspcrawl`` (RFC 9309), follows every
-        ``<a href>`` (resolved against ``<base href>``) of a 2xx HTML answer and the
-        ``Location`` of every 3xx as a new URL, drops a Location reached after more than
-        ``max_redirects`` hops from a link, fetches each canonical URL at most once, ends
-        on its own, and takes at most ``trap_budget`` URLs from one host (see
-        :meth:`trap_limit`). The must set is the breadth-first closure of the seeds
-        through *reliable* answers only: everything but the URLs of unreliable hosts
-        (:data:`UNRELIABLE`: dead, reset, slow, throttle, flaky), the huge page and the
-        gzip bomb; and the links of mis-made pages (broken or deeply nested HTML, invalid
-        encodings) are not followed. On a polite web it equals :meth:`truth`. /robots.txt
-        is never in it. Raises ValueError for a seed that is not an http URL on this web.
-        """
+    def must_fetch(self, seeds: Iterable[str] | None = None,
+                   max_redirects: int = MAX_REDIRECTS) -> list[str]:
+        """Sorted canonical URLs every correct crawl from ``seeds`` fetches, whatever the
+        answer. A *correct crawl* obeys robots.txt (RFC 9309), follows every link of a 2xx
+        HTML answer and every Location up to ``max_redirects`` hops, fetches each URL once
+        and at most :meth:`trap_limit` URLs of a host; the must set is its closure through
+        reliable answers only (not unreliable hosts, the huge page or the bomb, nor the
+        links of mis-made pages)."""
         return self.categories(seeds, max_redirects).must
 
-    def may_give_up(
-        self, seeds: Iterable[str] | None = None, max_redirects: int = MAX_REDIRECTS
-    ) -> list[str]:
-        """Sorted canonical URLs a correct crawl from ``seeds`` may fetch or not, and may
-        fetch without a usable answer (connection refused or reset, timeout, 429 or 5xx,
-        a body over the size cap): the closure of the seeds when every answer is taken,
-        minus :meth:`must_fetch`. That is every URL of an unreliable host that a crawl can
-        reach, the huge page, the gzip bomb, and what is linked only from them or from
-        mis-made pages. Empty on a polite web.
-        """
+    def may_give_up(self, seeds: Iterable[str] | None = None,
+                    max_redirects: int = MAX_REDIRECTS) -> list[str]:
+        """Sorted canonical URLs a correct crawl may fetch or not, or fetch without a usable
+        answer: the closure when every answer is taken, minus :meth:`must_fetch`."""
         return self.categories(seeds, max_redirects).may
 
-    def must_not_fetch(
-        self, seeds: Iterable[str] | None = None, max_redirects: int = MAX_REDIRECTS
-    ) -> list[str]:
-        """Sorted canonical URLs that a correct crawl from ``seeds`` may discover but
-        must never request: those robots.txt disallows for ``bspcrawl`` (seeds included),
-        the Location reached after ``max_redirects`` hops (``/chain/6`` of the redirects
-        host: ``/chain/7`` and the chain's end are never even seen), and on each spider
-        trap entered through its home page, URLs that a crawl within the budget
-        ``B = trap_budget`` cannot reach: the calendar months ``B - 1`` months before
-        and after ``/cal/2024/05/`` (reaching one takes ``B`` earlier pages of the host:
-        ``/`` and the months between), and ``/a/`` repeated ``B`` times.
-
-        Any other URL of a trap host than its home page (or a seed) is in none of the
-        three lists: only how many a crawl fetches is bounded, by :meth:`trap_limit`.
-        """
+    def must_not_fetch(self, seeds: Iterable[str] | None = None,
+                       max_redirects: int = MAX_REDIRECTS) -> list[str]:
+        """Sorted canonical URLs a correct crawl may discover but must never request: those
+        robots.txt disallows, the Location after ``max_redirects`` hops, and the trap URLs
+        a crawl within ``trap_budget`` cannot reach (calendar months ``B - 1`` away,
+        ``/a/`` repeated ``B`` times). Other trap URLs are in none of the three lists."""
         return self.categories(seeds, max_redirects).must_not
 
-    def categories(
-        self, seeds: Iterable[str] | None = None, max_redirects: int = MAX_REDIRECTS
-    ) -> Truth:
+    def categories(self, seeds: Iterable[str] | None = None,
+                   max_redirects: int = MAX_REDIRECTS) -> Truth:
         """:meth:`must_fetch`, :meth:`may_give_up` and :meth:`must_not_fetch` at once
         (disjoint; cached per seeds)."""
         seeds = self.seeds() if seeds is None else list(seeds)
@@ -747,23 +711,11 @@ class Web:
         return [self.origins[h] for h, role in enumerate(self.role) if role in TRAPS]
 
     def trap_limit(self, host: int | str) -> int:
-        """The largest number of distinct URLs (any answer or error; /robots.txt not
-        counted) that a correct crawl may fetch from ``host`` (an index, a netloc such as
-        ``127.1.0.12:8765``, or any URL on it): :attr:`trap_budget` for a spider trap,
-        the number of the host's resources for any other.
-
-        A rule that keeps a crawler under it: take at most ``trap_budget`` distinct URLs
-        from one host (a per-host budget, whatever their answers). ``trap_budget`` is
-        ``WebConfig.trap_budget``, or when that is 0, the smallest multiple of 100, at
-        least 100, that covers every other host's resources, so the budget never cuts a
-        must-fetch URL (a larger explicit budget is fine; a smaller one is refused).
-        bspcrawl's defaults keep under it otherwise: its link-depth limit of 50 stops the
-        calendar at 97 months (its trap home is one link from a default seed), its
-        repeated-segment rule ends ``/a/a/a/``, and the session ids are left out of the
-        seen-set key, so the session trap is 11 URLs. Path-depth or URL-length limits
-        alone do not do it: calendar paths all have three segments, and the session trap
-        grows elevenfold a level.
-        """
+        """The most distinct URLs (robots.txt aside) a correct crawl may fetch from ``host``
+        (an index, a netloc or a URL on it): :attr:`trap_budget` on a spider trap, the
+        host's resources elsewhere. ``trap_budget`` is ``WebConfig.trap_budget``, or (0)
+        the smallest multiple of 100 covering every other host, so it never cuts a
+        must-fetch URL."""
         h = self._host_of(host)
         if self.role[h] in TRAPS:
             return self.trap_budget
@@ -815,18 +767,13 @@ class Web:
 
     def summary(self) -> dict[str, int]:
         """Counts of the web's parts (for the CLI and logs)."""
-        return {
-            "hosts": self.n_hosts,
-            "pages": self.n_pages,
-            "links": int(self.link_ptr[-1]),
-            "dead": int((self.kind == DEAD).sum()),
-            "redirects": int((self.kind == REDIRECT).sum()),
-            "moved": int(self.moved.size),
-            "unreachable": int(self.unreachable.size),
-            "disallowed": int((~self.allowed).sum()),
-            "adversarial_hosts": self.n_hosts - self.config.hosts,
-            "soft404_hosts": int(self.soft404.sum()),
-        }
+        return {"hosts": self.n_hosts, "pages": self.n_pages, "links": int(self.link_ptr[-1]),
+                "dead": int((self.kind == DEAD).sum()),
+                "redirects": int((self.kind == REDIRECT).sum()), "moved": int(self.moved.size),
+                "unreachable": int(self.unreachable.size),
+                "disallowed": int((~self.allowed).sum()),
+                "adversarial_hosts": self.n_hosts - self.config.hosts,
+                "soft404_hosts": int(self.soft404.sum())}
 
     # ---------------------------------------------------------------------- rendering
 
@@ -968,7 +915,7 @@ class Web:
     @functools.cached_property
     def _text(self) -> tuple[str, np.ndarray]:
         """A long Zipf text shared by all pages (each takes a slice), and the offset of
-        each of its words; built on first use (about 0.1 s, 7 MB)."""
+        each of its words; built on first use."""
         rng = np.random.default_rng([self.config.seed, _RENDER_SALT])
         idx = self._zipf[rng.integers(0, self._zipf.size, _CORPUS_WORDS)]
         corpus = " ".join(self._warr[idx].tolist()) + " "
