@@ -46,22 +46,17 @@ _LAUNCHER_RANK = ("PMI_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK")  # MPICH, Ope
 
 
 def _launched_rank() -> str | None:
-    """This process's rank as the MPI launcher's environment gives it (None: not launched
-    by mpiexec), read without initialising MPI."""
+    """This process's rank from the launcher's environment (None: not under mpiexec)."""
     return next((os.environ[v] for v in _LAUNCHER_RANK if v in os.environ), None)
 
 
 def _is_rank0() -> bool:
-    """True unless this process is a non-zero MPI rank (read from the launcher's env)."""
     return _launched_rank() in (None, "0")
 
 
 def fail(message: str) -> NoReturn:
-    """Print one error line (on rank 0 only) and exit with code 2.
-
-    Every rank meets the same mistake, so all finalize MPI here: under ``python -m mpi4py``
-    a non-zero exit would otherwise become an MPI_Abort with a message of its own.
-    """
+    """Print one error line (on rank 0 only) and exit with code 2. Every rank finalizes MPI
+    here: under ``python -m mpi4py`` a non-zero exit would become an MPI_Abort."""
     if _is_rank0():
         print(f"bspcrawl: error: {message}", file=sys.stderr)
     mpi = sys.modules.get("mpi4py.MPI")

@@ -1,19 +1,11 @@
-"""``bspcrawl export DIR --wacz FILE``: a finished crawl as one WACZ file (WACZ 1.1.1).
+"""``bspcrawl export DIR --wacz FILE``: a finished crawl as one WACZ file (WACZ 1.1.1,
+https://specs.webrecorder.net/wacz/1.1.1/), which ReplayWeb.page and pywb open directly.
 
-WACZ (Web Archive Collection Zipped, https://specs.webrecorder.net/wacz/1.1.1/) is the
-package ReplayWeb.page and pywb open directly. The ZIP holds:
-
-* ``archive/*.warc.gz``: the crawl's WARC files, stored uncompressed in the ZIP (they are
-  gzip already, and a reader seeks into them by the index's offsets);
-* ``indexes/index.cdxj``: the crawl's merged CDXJ index (:mod:`bspcrawl.index.cdxj`),
-  whose ``filename`` fields name the files of ``archive/``;
-* ``pages/pages.jsonl``: a header line, then one line per HTML page answered 2xx (URL,
-  RFC 3339 time of its newest capture, title);
-* ``datapackage.json``: every other file's path, size and SHA-256 (Frictionless data
-  package, ``wacz_version`` 1.1.1), and ``datapackage-digest.json``: its own SHA-256.
-
-After a recrawl, the revisit records of this crawl refer to responses in the earlier
-crawls' WARC files, which are not packaged: export each crawl.
+The ZIP holds ``archive/*.warc.gz`` (stored, not recompressed: readers seek into them by
+the index's offsets), ``indexes/index.cdxj`` (the merged CDXJ index),
+``pages/pages.jsonl`` (one line per HTML page answered 2xx) and ``datapackage.json`` with
+every file's size and SHA-256, plus ``datapackage-digest.json``. After a recrawl, revisit
+records refer to earlier crawls' WARC files, which are not packaged: export each crawl.
 """
 
 from __future__ import annotations

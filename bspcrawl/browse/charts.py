@@ -16,9 +16,8 @@ LEFT, RIGHT, TOP, BOTTOM = 64, 16, 28, 36  # margins around the plot area
 
 def rates(times: Sequence[float], totals: Sequence[float], bins: int = 40
           ) -> tuple[list[float], list[float]]:
-    """(time, rate) points of a cumulative count: the increase per second over ``bins``
-    equal stretches of time (at most one per two samples; e.g. pages per second from
-    pages committed)."""
+    """(time, rate) points of a cumulative count: its increase per second over ``bins``
+    equal stretches of time (at most one per two samples)."""
     if len(times) < 2 or times[-1] <= times[0]:
         return [], []
     bins = max(1, min(bins, len(times) // 2))

@@ -1,21 +1,12 @@
 """Archived HTML made safe to show and to browse at one moment (pywb's URL scheme).
 
-Archived pages are hostile content. :func:`rewrite_html` parses a page with selectolax
-(lexbor) and
-
-* points every navigation (``<a href>``, ``<area href>``, ``<form action>``) at
-  ``/web/{ts}/{absolute url}`` with ``target="_top"``, so following a link opens the
-  version nearest the same moment, with its banner;
-* points every resource a page loads (``src``, ``<link href>``, ``poster``, ``data``,
-  ``background``, SVG's ``xlink:href``) at ``/web/{ts}if_/{absolute url}``, the archived bytes;
-* drops what runs or loads on its own: ``<script>``, ``<base>``, ``<meta http-equiv>``,
-  frames, objects and embeds, ``on*`` handler attributes, ``srcset`` and ``ping``, and
-  every URL that is not http(s) (``javascript:``...) except in-page ``#fragments``.
-
-The app serves the result with a Content-Security-Policy that forbids scripts and any
-load from outside the app (``server.ARCHIVED_CSP``), inside a sandboxed iframe: the
-rewriting keeps browsing in the archive, the policy keeps it safe even where rewriting
-misses something.
+:func:`rewrite_html` points every navigation (``<a>``, ``<area>``, ``<form>``) at
+``/web/{ts}/{url}`` (``target="_top"``) and every resource a page loads at
+``/web/{ts}if_/{url}``, and drops what runs or loads on its own (scripts, ``<base>``,
+``<meta http-equiv>``, frames, objects, ``on*`` handlers, ``srcset``, ``ping``, and every
+non-http(s) URL but ``#fragments``). The rewriting keeps browsing in the archive; the
+server's ``ARCHIVED_CSP`` and sandboxed iframe keep it safe where rewriting misses
+something.
 """
 
 from __future__ import annotations

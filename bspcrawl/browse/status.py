@@ -24,11 +24,8 @@ MAX_POINTS = 4096  # points kept per series; past it every other one is dropped
 
 
 class StatusBoard:
-    """Rank 0's counters for the status page, and the server thread showing them.
-
-    API by role: :meth:`update` (the loop, after each sync), :meth:`data` (the server),
-    :meth:`close` (the loop, at the end); :attr:`url` where it listens.
-    """
+    """Rank 0's counters for the status page, and the server thread showing them: the loop
+    calls :meth:`update` after each sync and :meth:`close` at the end."""
 
     def __init__(self, out: Path, host: str = "127.0.0.1", port: int = 0) -> None:
         self.out = out

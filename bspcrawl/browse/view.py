@@ -78,10 +78,8 @@ class CrawlView:
 
     @staticmethod
     def nearest(captures: list[Capture], ts: str, t: float) -> Capture | None:
-        """The capture a ``/web/`` timestamp ``ts`` (Unix time ``t``) names: the first of
-        those whose own 14-digit timestamp it is, else the one nearest ``t`` (a tie goes
-        to the earlier one: ``inspect``'s). (By time alone, a capture at 19.9 s would lose
-        its own "...19" to one at 18.95 s.)"""
+        """The capture whose own 14-digit timestamp is ``ts``, else the one nearest ``t``
+        (by time alone, a capture at 19.9 s would lose its own "...19" to one at 18.95 s)."""
         own = next((c for c in captures if c.ts == ts), None)
         if own is not None:
             return own
