@@ -8,6 +8,7 @@ modules (asyncio) are imported only when a command serves.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -126,9 +127,8 @@ def cmd_hostile(args: argparse.Namespace) -> int:
     prints the seed URLs instead."""
     from bspcrawl.testweb import hostile  # asyncio: imported only to serve
 
-    config = hostile.HostileConfig(seed=args.seed, hosts=args.hosts, pages=args.pages,
-                                   port=args.port, refused=args.refused,
-                                   max_stall=args.max_stall)
+    config = hostile.HostileConfig(**{f.name: getattr(args, f.name)
+                                      for f in dataclasses.fields(hostile.HostileConfig)})
     if args.seeds:
         sys.stdout.write("".join(u + "\n" for u in config.seeds()))
         return 0

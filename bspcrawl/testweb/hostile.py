@@ -802,12 +802,6 @@ class HostileServer(Listener):
             writer.close()
         return False
 
-    def _logged(self, netloc: str, target: str, start: float, kind: str) -> None:
-        self.requests += 1
-        if self._log is not None:
-            target = target.replace("\t", "%09").replace("\n", "%0A").replace("\r", "%0D")
-            self._log.write(f"{netloc}\t{target}\t{start:.6f}\t{time.monotonic():.6f}\t{kind}\n")
-
 
 async def _pause(reader: asyncio.StreamReader, seconds: float) -> bool:
     """Wait ``seconds``; True as soon as the client hangs up (EOF or reset) instead."""
@@ -833,20 +827,15 @@ def serve_forever(config: HostileConfig, log: str | Path | None = None,
     forever(lambda: HostileServer(HostileWeb(config), log), announce)
 
 
-def config_argv(config: HostileConfig) -> list[str]:
-    """The options of ``bspcrawl testweb hostile`` that give ``config``."""
-    return ["--seed", str(config.seed), "--hosts", str(config.hosts), "--pages",
-            str(config.pages), "--port", str(config.port), "--refused", str(config.refused),
-            "--max-stall", repr(config.max_stall)]
-
-
 @contextlib.contextmanager
 def serving(config: HostileConfig, log: str | Path | None = None,
             stop_timeout: float = 10.0) -> Iterator[subprocess.Popen]:
     """Serve a hostile web from a child process for the block (see :func:`.server.child_server`)."""
     if not config.port:
         raise ValueError("a hostile web needs its port: see HostileConfig.on_free_port")
-    argv = [sys.executable, "-m", "bspcrawl.testweb", "hostile", *config_argv(config)]
+    argv = [sys.executable, "-m", "bspcrawl.testweb", "hostile"]
+    for f in dataclasses.fields(config):
+        argv += ["--" + f.name.replace("_", "-"), repr(getattr(config, f.name))]
     if log is not None:
         argv += ["--log", str(log)]
     with child_server(argv, stop_timeout) as proc:

@@ -152,6 +152,13 @@ class Listener:
                           writer: asyncio.StreamWriter) -> None:
         raise NotImplementedError
 
+    def _logged(self, netloc: str, target: str, start: float, what: object) -> None:
+        """Count a finished request and log it (tabs and line ends in the target escaped)."""
+        self.requests += 1
+        if self._log is not None:
+            target = target.replace("\t", "%09").replace("\n", "%0A").replace("\r", "%0D")
+            self._log.write(f"{netloc}\t{target}\t{start:.6f}\t{time.monotonic():.6f}\t{what}\n")
+
 
 class TestWebServer(Listener):
     """Serves one :class:`Web`; :meth:`start` and :meth:`stop` run inside an event loop."""
@@ -287,7 +294,7 @@ class TestWebServer(Listener):
             with contextlib.suppress(ConnectionError):
                 await writer.drain()
         reset(writer)
-        self._logged(site, target, start, 0)
+        self._logged(self.web.netlocs[site], target, start, 0)
 
     def _answer(self, site: int | None, method: str, target: str, headers: dict[str, str]) -> Reply:
         web = self.web
@@ -360,7 +367,8 @@ class TestWebServer(Listener):
                 await self._stream(writer, body, float(rate))
             await writer.drain()
         finally:  # logged even if the client went away
-            self._logged(site, target, start, status)
+            self._logged(self.web.netlocs[site] if site is not None else "-", target, start,
+                         status)
 
     @staticmethod
     async def _stream(writer: asyncio.StreamWriter, body: bytes | Stream, rate: float) -> None:
@@ -377,12 +385,6 @@ class TestWebServer(Listener):
                 await writer.drain()
                 await asyncio.sleep(min(step, len(chunk) - i) / rate)
 
-    def _logged(self, site: int | None, target: str, start: float, status: int) -> None:
-        self.requests += 1
-        if self._log is not None:
-            netloc = self.web.netlocs[site] if site is not None else "-"
-            end = time.monotonic()
-            self._log.write(f"{netloc}\t{target}\t{start:.6f}\t{end:.6f}\t{status}\n")
 
 
 def reset(writer: asyncio.StreamWriter) -> None:
