@@ -1,21 +1,12 @@
-"""A page's analysis (its parse, its links' seen-set keys, its term counts), made in the
-scheduler's thread or ahead of its commit by a fixed pool of worker processes
-(``--parse-processes N``).
+"""A page's analysis (parse, links' seen-set keys, term counts), made in the scheduler's
+thread or, with ``--parse-processes N``, by a fixed pool of worker processes between the
+end of the page's fetch and its commit.
 
-The analysis is a function of the page's bytes, URL and charset, whether it is indexed,
-and ``--url-strip-params`` (each worker keeps its own memos, :class:`LinkCache` and
-:class:`LinkKeys`), so a crawl's index is the same with workers or without. A rank's
-Python runs in one thread, so a rank crawling one big site is bound by its commits; a
-pool (:class:`Pool`) analyses pages on other cores while the rank commits earlier ones.
-
-Workers are started with ``spawn``, not ``fork``: a rank is an MPI process with a fetcher
-thread, whose locks and MPI state a forked child would inherit in whatever state they were;
-a spawned worker is a fresh interpreter that imports this module and what it needs (never
-MPI or h5py).
-A worker leaves the rank's process group, so a Ctrl-C or a kill of the group reaches the
-rank alone (it stops at a superstep's end and needs its workers until then); it ends with
-its rank, even a killed one. (It does not ignore SIGTERM: the executor ends the others
-with it when one dies.)
+The analysis depends only on the page's bytes, URL, charset, whether it is indexed and
+``--url-strip-params``, so the index is the same with workers or without. Workers are
+spawned, not forked (a forked child would inherit the fetcher thread's locks and MPI's
+state); each leaves the rank's process group, so a Ctrl-C reaches the rank alone, and
+ends when its rank ends.
 """
 
 from __future__ import annotations
@@ -48,18 +39,14 @@ KEY_MEMO = 1 << 16  # link URLs remembered with their seen-set key (about 150 by
 
 
 class LinkKeys:
-    """The seen-set keys of link URLs (``urls.key_fingerprints`` with the parameters the
-    ``--url-strip-params`` regex *strip* names cut: the frontier's keys, so that the link
-    graph's targets match ``/pages/url_fp``), memoised: on documentation sites most links
-    of a page are the navigation of the pages before (the memo is cleared past
-    ``KEY_MEMO`` entries)."""
+    """The seen-set keys of link URLs (the frontier's keys, so the link graph's targets match
+    ``/pages/url_fp``), memoised: most links of a site's pages are the same navigation."""
 
     def __init__(self, strip: str) -> None:
         self.pattern = strip_pattern(strip)
         self.memo: dict[str, int] = {}
 
     def __call__(self, urls: Sequence[str]) -> np.ndarray:
-        """The keys (int64) of *urls*."""
         memo = self.memo
         if len(memo) > KEY_MEMO:
             memo.clear()
@@ -71,10 +58,8 @@ class LinkKeys:
 
 
 class Analysis(NamedTuple):
-    """An HTML page's parse, the term counts of its text and of its title and headings
-    (``EMPTY`` and None when not indexed), its SimHash (``index/simhash.py``), its
-    distinct adjacent term pairs (``index/terms.py``: :func:`page_pairs`) and the seen-set
-    keys of its links (:class:`LinkKeys`)."""
+    """An HTML page's parse, term counts of its text and of its title and headings
+    (``EMPTY`` and None when not indexed), SimHash, adjacent term pairs and link keys."""
 
     page: ParsedPage
     terms: TermCounts
@@ -85,16 +70,14 @@ class Analysis(NamedTuple):
 
 
 def field_texts(page: ParsedPage) -> list[bytes]:
-    """A page's title, then the text of each of its heading levels (``commit.fields``'
-    order)."""
+    """A page's title, then each heading level's text (``commit.fields``' order)."""
     return [page.title.encode(), *(t.encode() for t in page.headings.values())]
 
 
 def analyse(body: bytes, url: str, charset: str | None, index: bool,
             cache: LinkCache, keys: LinkKeys) -> Analysis:
-    """Parse the HTML page *body* from *url*; count its terms if *index* and the page
-    does not say noindex. The page's text and its terms' sequence are dropped once the
-    counts, SimHash and pairs are made (the index keeps those)."""
+    """Parse the HTML page *body* from *url*; count its terms if *index* and the page does
+    not say noindex (its text and term sequence are dropped once counted)."""
     page = parse_html(body, url, cache, charset=charset)
     link_keys = keys(page.links)
     if not index or page.noindex:
@@ -107,9 +90,8 @@ def analyse(body: bytes, url: str, charset: str | None, index: bool,
 
 
 def workers_for(setting: int, node_ranks: int) -> int:
-    """The workers a rank starts: ``setting``, or for :data:`AUTO` two when the cores this
-    process may run on give each rank of the machine at least two, else none (where ranks
-    fill the cores, workers only take CPU from them)."""
+    """The workers a rank starts: ``setting``, or for :data:`AUTO` two when the machine has
+    two cores a rank, else none (where ranks fill the cores, workers only take CPU)."""
     if setting != AUTO:
         return setting
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (
@@ -119,13 +101,10 @@ def workers_for(setting: int, node_ranks: int) -> int:
 
 
 class Pool:
-    """``workers`` processes that analyse pages ahead of their commit (module docstring).
-
-    :meth:`submit` a page when its fetch ends, :meth:`result` its analysis at its commit
-    (``future.cancel()`` one that will not be committed), :meth:`close` at the end. A
-    worker that dies breaks the pool (``analysis/helpers_lost``, counted once): from then
-    on, and for any analysis that raised, the caller's ``here()`` analyses the page.
-    """
+    """``workers`` processes: :meth:`submit` a page when its fetch ends, :meth:`result` at
+    its commit, :meth:`close` at the end. A worker that dies breaks the pool (counted once
+    in ``analysis/helpers_lost``); from then on, and for an analysis that raised, the
+    caller's ``here()`` analyses the page."""
 
     def __init__(self, workers: int, strip: str, stats: Stats) -> None:
         self.stats = stats
@@ -137,9 +116,8 @@ class Pool:
 
     def submit(self, body: bytes, url: str, charset: str | None, index: bool
                ) -> Future[Analysis] | None:
-        """The analysis of a page under way in a worker; None while a worker is starting
-        (the first pages of a crawl are not left waiting for its imports) or once the pool
-        is broken."""
+        """The page's analysis under way in a worker; None while a worker is starting (no
+        page waits for its imports) or once the pool is broken."""
         self.starting = [f for f in self.starting if not f.done()]
         if self.executor is None or self.starting:
             return None
@@ -150,9 +128,8 @@ class Pool:
             return None
 
     def result(self, future: Future[Analysis], here: Callable[[], Analysis]) -> Analysis:
-        """The worker's analysis (waiting for it), or ``here()`` if it raised or the pool
-        broke. (The wait looks every ``WAIT`` s whether the pool broke: the executor
-        leaves a page submitted just as a worker died unanswered.)"""
+        """The worker's analysis, or ``here()`` if it raised or the pool broke (looked at
+        every ``WAIT`` s: a page submitted as a worker died is never answered)."""
         start = time.monotonic()
         try:
             while True:
@@ -174,7 +151,6 @@ class Pool:
         return analysis
 
     def _lost(self) -> None:
-        """A worker died: the pool is shut down and not replaced."""
         if self.executor is not None:
             self.stats["analysis/helpers_lost"] += 1
             self.executor.shutdown(wait=False, cancel_futures=True)
@@ -189,9 +165,8 @@ class Pool:
 
 @contextlib.contextmanager
 def _main_hidden() -> Iterator[None]:
-    """Hide the rank's ``__main__`` while its workers start: ``spawn`` runs it again in
-    each, and the ``bspcrawl`` script imports the CLI (h5py); a worker needs this module
-    only."""
+    """Hide the rank's ``__main__`` while workers spawn (each would run it again, and the
+    ``bspcrawl`` script imports the CLI and h5py)."""
     main = sys.modules["__main__"]
     sys.modules["__main__"] = types.ModuleType("__main__")
     try:
@@ -204,8 +179,7 @@ _memos: tuple[LinkCache, LinkKeys] | None = None  # a worker's (_start_worker)
 
 
 def _start_worker(strip: str) -> None:
-    """A worker's set-up: out of the rank's process group, ended when its rank ends (its
-    parent's sentinel closes), its own memos."""
+    """A worker's set-up: out of the rank's process group, ended with its rank, own memos."""
     global _memos
     os.setpgrp()
     parent = multiprocessing.parent_process()
@@ -215,12 +189,10 @@ def _start_worker(strip: str) -> None:
 
 
 def _end_with(sentinel: int) -> None:
-    """End this worker at once when the process *sentinel* stands for ends."""
     wait([sentinel])
     os._exit(0)
 
 
 def _analyse(body: bytes, url: str, charset: str | None, index: bool) -> Analysis:
-    """:func:`analyse` in a worker."""
     assert _memos is not None
     return analyse(body, url, charset, index, *_memos)

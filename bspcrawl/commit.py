@@ -1,29 +1,18 @@
-"""The commit pipeline: one fetched page, in schedule order, into the rank's index.
+"""The commit pipeline: one page result, in schedule order, into the rank's index.
 
-The sequence window (``index/window.py``) releases results in the order they were
-scheduled; each page result then goes through, on the scheduler's thread:
+1. **restore**: a 304 or a page still fresh gets its archived body back, so it is indexed
+   as if fetched again (``index/archive.py``);
+2. **analyse**: a 3xx yields its resolved ``Location`` as a link (one more hop, same
+   depth); an HTML answer is parsed and its terms counted (``analysis.py``), here or ahead
+   in a worker; ``X-Robots-Tag`` and ``<meta name="robots">`` drop its links or terms; links
+   past ``--crawl-max-outlinks`` or ``--crawl-max-page-hosts`` hosts are dropped (a link
+   flood's cost stays bounded);
+3. **archive**: WARC records, a history row and validators (``index/archive.py``);
+4. **store**: the page row, its out-links and postings, with the next doc id
+   (``index/store.py``).
 
-1. **restore**: a 304 or a page still fresh gets its archived body back
-   (``index/archive.py``), so it is parsed and indexed as if fetched again;
-2. **parse**, once: a 3xx yields its resolved ``Location`` as a new link (one more hop,
-   same depth); an HTML answer (2xx or revisit) is parsed by lexbor for links, index text
-   and ``<meta name="robots">`` (``robots/links.py``); ``X-Robots-Tag`` and the meta tag's
-   ``nofollow`` / ``noindex`` / ``none`` drop its links or its terms;
-3. **terms**: the text's term counts (``index/terms.py``), and for the index for ranking
-   those of its title and headings (``index/ranking.py``); steps 2 and 3 are the page's
-   analysis (``analysis.py``), made here or, with ``--parse-processes``, by a worker
-   process from the end of the page's fetch (:meth:`Committer.prepare`) to its commit;
-   a page's links past ``--crawl-max-outlinks``, and past ``--crawl-max-page-hosts``
-   distinct hosts, are dropped (a link flood's cost stays bounded: one 2 MiB page can hold
-   144,000 links, or links to 114,000 subdomains);
-4. **archive**: WARC records, a history row and validators (``index/archive.py``);
-5. **store**: the page row, its out-links' fingerprints and its postings, with the next
-   dense doc id (``index/store.py``), and its weighted postings for search.
-
-The links sent carry their anchor text (``messages.Link.anchor``); the rank that owns their
-host credits it to the targets as it receives them (:meth:`Committer.credit`).
-
-robots.txt answers are not pages: the scheduler hands them to the frontier, never here.
+Links carry their anchor text; the rank that owns their host credits it to the targets
+(:meth:`Committer.credit`). robots.txt answers go to the frontier, never here.
 """
 
 from __future__ import annotations
@@ -54,8 +43,8 @@ def is_html(result: FetchResult) -> bool:
 
 
 def _fetched_page(result: FetchResult) -> bool:
-    """Whether *result* is an HTML page fetched (not a revisit: its body is restored at
-    the commit), to analyse."""
+    """Whether *result* is an HTML page fetched (a revisit's body is restored only at its
+    commit), to analyse ahead."""
     return (result.revisit == FETCHED and bool(result.body) and not result.location
             and 200 <= result.status < 300 and not result.job.robotstxt and is_html(result))
 
@@ -73,13 +62,10 @@ SENT_MEMO = 1 << 18  # links remembered as sent (about 100 bytes each)
 
 
 class Committer:
-    """Commits page results to one rank's archive and store (see the module docstring).
+    """Commits page results to one rank's archive and store (module docstring).
 
-    ``keys`` gives URLs their seen-set keys (the frontier's); ``agent_token`` is matched against
-    ``X-Robots-Tag`` lines; a page's links past ``max_outlinks``, and its links to hosts
-    past ``max_hosts`` distinct ones (0: no limit), are dropped, in document order, and
-    counted in ``stats`` (``commit/outlinks_cut``, ``commit/hosts_cut``). ``pool``: the
-    worker processes that analyse pages ahead of their commit (``analysis.py``), if any.
+    ``agent_token`` is matched against ``X-Robots-Tag``; links past ``max_outlinks`` and
+    to hosts past ``max_hosts`` distinct ones (0: no limit) are dropped and counted.
     """
 
     def __init__(self, archive: Archive, store: RankStore, agent_token: str,
@@ -103,7 +89,7 @@ class Committer:
                 self.ahead[id(result)] = (result, future)
 
     def discard(self, result: FetchResult) -> None:
-        """*result* will not be committed: its analysis, if under way, is dropped."""
+        """*result* will not be committed: drop its analysis under way."""
         ahead = self.ahead.pop(id(result), None)
         if ahead is not None:
             ahead[1].cancel()
@@ -115,20 +101,16 @@ class Committer:
             self.pool.close()
 
     def _indexed(self, result: FetchResult) -> tuple[bool, bool]:
-        """Whether ``X-Robots-Tag`` lets the page's links be followed, and its terms be
-        indexed."""
+        """Whether ``X-Robots-Tag`` lets the links be followed, and the terms be indexed."""
         header = header_directives(result.headers.get("x-robots-tag", ""), self.agent_token)
         return ("nofollow" not in header and "none" not in header,
                 "noindex" not in header and "none" not in header)
 
     def _input(self, result: FetchResult) -> tuple[bytes, str, str | None, bool]:
-        """What the analysis of *result*'s page takes: body, URL, charset, and whether to
-        count its terms."""
         return (result.body, result.job.url, charset(result.content_type),
                 self._indexed(result)[1])
 
     def _analysis(self, result: FetchResult) -> Analysis:
-        """The analysis of *result*'s page: the pool's if it has it, else made here."""
         def here() -> Analysis:
             return analyse(*self._input(result), self.cache, self.keys)
 
@@ -174,8 +156,7 @@ class Committer:
         return links
 
     def credit(self, links: list[Link]) -> None:
-        """Credit the anchor text of links this rank received (it owns their hosts) to
-        their targets, by URL fingerprint, fetched yet or not (``index/ranking.py``)."""
+        """Credit the anchor text of links received to their targets, fetched yet or not."""
         anchored = [x for x in links if x.anchor]
         if anchored:
             fps = self.keys([x.url for x in anchored])
@@ -184,16 +165,11 @@ class Committer:
 
     def _unsent(self, urls: Sequence[str], keys: list[int], depth: int,
                 anchors: Sequence[str]) -> list[Link]:
-        """The links of a page that this rank has not sent yet at ``depth`` or less (by
-        their seen-set ``keys``), with their anchor text (``anchors``, cut by
-        ``messages.clip_anchor``).
+        """The page's links not sent yet at ``depth`` or less, with their anchor text.
 
-        A link sent already is known to the rank that owns it: in its seen set, or refused
-        by a rule that refuses it again (too long, a trap's shape, a spent budget); only a
-        smaller depth could change its fate. On documentation sites most links found
-        are the same navigation links again, so this memo (key -> depth,
-        cleared when it holds ``SENT_MEMO`` entries) spares their encoding, exchange and
-        seen-set checks; the crawl is the same with it or without.
+        A link sent already is in its owner's seen set or refused again by the same rule;
+        only a smaller depth could change its fate, so the crawl is the same with this memo
+        or without, and most navigation links are not sent again.
         """
         sent = self.sent
         if len(sent) > SENT_MEMO:
@@ -209,9 +185,8 @@ class Committer:
 
     def _few_hosts(self, found: Sequence[str], anchors: Sequence[str], keys: np.ndarray
                    ) -> tuple[list[str], list[str], np.ndarray]:
-        """The links (their anchors, their keys) to the page's first ``max_hosts`` distinct
-        hosts (a page of links to 100,000 subdomains would grow the host directory every
-        rank holds)."""
+        """The links (anchors, keys) to the page's first ``max_hosts`` distinct hosts (a
+        flood of subdomains would grow the host directory every rank holds)."""
         hosts: set[str] = set()
         kept = []
         for i, url in enumerate(found):
@@ -225,8 +200,7 @@ class Committer:
 
 def fields(page: ParsedPage, parts: tuple[np.ndarray, np.ndarray, np.ndarray]
            ) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """The (term hashes, counts) of a page's title and of each of its heading levels, from
-    the counts of ``analysis.field_texts`` (``index/ranking.py`` weights them)."""
+    """The (term hashes, counts) of a page's title and each heading level."""
     names = ["title", *page.headings]
     which, hashes, tf = parts
     bounds = np.searchsorted(which, np.arange(len(names) + 1)).tolist()

@@ -3,35 +3,20 @@
 Marin et al. (2008), section 2: each superstep a rank's scheduler takes in the URLs the
 other ranks sent (:meth:`Scheduler.receive`: seen set, CBT) and runs (:meth:`Scheduler.run`):
 
-1. **commit**: when the sequence window holds ``fetch_workers`` outstanding schedules, the
-   oldest is released, waiting for its fetches if needed (Yioop's selective-repeat window,
-   ``index/window.py``), and its results are committed in schedule order: the frontier
-   accounts for each (politeness, robots.txt, 429/503 retries) and each page goes through
+1. **commit**: once the sequence window holds ``fetch_workers`` outstanding schedules, the
+   oldest is released (waiting for its fetches; ``index/window.py``) and its results are
+   committed in schedule order: the frontier accounts for each, and each page goes through
    the commit pipeline (``commit.py``), which yields its links;
-2. **schedule**: the frontier gives this superstep's jobs (Q first, then the CBT's top R,
-   ``frontier.py``); the schedule gets the next sequence number; the archive answers the
-   pages still fresh at once; the rest go to the fetch workers (``robots/fetcher.py``),
-   who work on them in the background across supersteps.
+2. **schedule**: the frontier gives this superstep's jobs; the archive answers pages still
+   fresh at once; the rest go to the fetch workers (``robots/fetcher.py``).
 
-**Reproducible by construction.** Each superstep opens one schedule (maybe empty) and,
-once ``fetch_workers`` are outstanding, commits the oldest, whatever the fetch times are;
-a superstep with no job to give and no host resting opens none and commits the oldest
-instead (hosts with jobs out get more only from commits). For hosts without wall-clock
-politeness (``--min-host-delay 0 --response-factor 0``, no Crawl-delay) nothing here
-reads the clock, so links, hosts freed
-and the CBT evolve alike in every run with the same seeds, settings and P: the same pages
-get the same doc ids (``tests/test_crawl.py`` and ``tests/mpi/test_crawl_mpi.py`` check it
-with random server latencies). With politeness on, a host's next job waits for its rest on
-the clock, so the order depends on timing. A straggler past
-``window_straggler_timeout`` does not hold the window: its schedule is committed without it
-and its result when it comes (``window/deferred``, ``window/late``).
-
-A fetcher thread that dies or hangs is replaced and its unanswered jobs are handed to the
-new one (Dominos' worker regeneration); a job that outlives ``MAX_RESCHEDULES`` threads is
-committed as the error ``robot_hang``.
-
-The clock, the sleep and the fetcher are parameters, so tests drive the scheduler with a
-fake clock and a fake fetcher.
+**Reproducible by construction**: when to commit is decided on counts, never on fetch
+times, so without wall-clock politeness the same seeds, settings and P give the same
+pages the same doc ids (the crawl tests check it with random server latencies). A
+straggler past ``window_straggler_timeout`` is committed when it comes, after its schedule.
+A fetcher thread that dies or hangs is replaced and its unanswered jobs handed to the new
+one (Dominos' worker regeneration); a job that outlives ``MAX_RESCHEDULES`` threads is
+committed as the error ``robot_hang``. The clock and the fetcher are parameters (tests).
 """
 
 from __future__ import annotations
@@ -56,9 +41,8 @@ COLLECT_WAIT = 0.05  # s, the longest wait for one result while a schedule is du
 
 
 def _suspects_last(jobs: list[FetchJob]) -> list[FetchJob]:
-    """Jobs to hand to a new fetcher thread, each host's first (the one its transfer was
-    on when the thread died or hung: the suspect) after all the others, so that a job
-    that hangs the thread does not take the jobs queued behind it down with it."""
+    """Jobs for a new fetcher thread, each host's first (the suspect of the hang) last, so
+    a job that hangs the thread does not take the jobs behind it down with it."""
     jobs = sorted(jobs, key=lambda j: (j.seq, j.index))
     first = {j.host: id(j) for j in reversed(jobs)}
     return sorted(jobs, key=lambda j: id(j) == first[j.host])
@@ -75,12 +59,9 @@ class FetcherLike(Protocol):
 
 
 class Scheduler:
-    """The receive and run steps of one rank (see the module docstring).
-
-    API: :meth:`receive` the links delivered, :meth:`run` (commit, then schedule; returns
-    the links found), :meth:`withdraw` the jobs not started (a stop), :meth:`unreleased`
-    page jobs, :meth:`unfinished` jobs (for a checkpoint), :meth:`close`.
-    """
+    """The receive and run steps of one rank: :meth:`receive`, :meth:`run`,
+    :meth:`withdraw` (a stop), :meth:`unreleased`, :meth:`unfinished` (a checkpoint),
+    :meth:`close`."""
 
     def __init__(self, settings: Settings, frontier: Frontier, window: Window,
                  archive: Archive, committer: Committer, stats: Stats,
@@ -99,19 +80,17 @@ class Scheduler:
         self.held_from: int | None = None  # the first schedule with a job withdrawn
 
     def receive(self, links: list[Link]) -> int:
-        """receive_messages: their anchor text credited to their targets, links into the
-        seen set and the CBT; returns how many were new."""
+        """receive_messages: anchors credited, links into the seen set and the CBT; returns
+        how many were new."""
         self.stats["exchange/urls_in"] += len(links)
         self.committer.credit(links)
         return self.frontier.receive(links)
 
     def run(self, draining: bool) -> list[Link]:
-        """run: commit what the window releases, then open this superstep's schedule
-        (none while ``draining``: then every outstanding schedule is committed). With
-        no job to schedule and no host resting, only a commit can give a job: then no
-        schedule is opened and the oldest outstanding one, if any, is committed, so a
-        rank whose hosts all have jobs out waits for their results, not in supersteps
-        with nothing to do. (A decision on counts only: the crawl stays reproducible.)"""
+        """run: commit what the window releases, then open this superstep's schedule (none
+        while ``draining``: every outstanding one is committed); returns the links found.
+        With no job and no host resting, only a commit can give a job: then the oldest
+        schedule is committed instead of an empty one opened."""
         links: list[Link] = []
         self._supervise()
         while (self.window.full() or (draining and len(self.window))) \
@@ -133,12 +112,9 @@ class Scheduler:
         return links
 
     def withdraw(self) -> None:
-        """A stop (a signal, ``--max-seconds``): the fetch workers give back the jobs they
-        have not started, which may wait for a host's rest or a 429's backoff. The
-        schedules before the first one with a job given back are committed as their
-        transfers end (at most ``--fetch-timeout``); that one and those after it stay
-        outstanding, and a checkpoint keeps their jobs to fetch on resume
-        (:meth:`unfinished`), as after a kill."""
+        """A stop: the fetch workers give back the jobs not started (a stop need not wait
+        out rests). Schedules before the first with a job given back are committed; the
+        rest stay outstanding and a checkpoint keeps their jobs (:meth:`unfinished`)."""
         self.withdrawing = True
         self.fetcher.withdraw()
 
@@ -152,8 +128,7 @@ class Scheduler:
                     self._commit(result, links)
 
     def _schedule(self, jobs: list[FetchJob], links: list[Link]) -> None:
-        """Open this superstep's schedule of ``jobs`` and hand it out (fresh pages to the
-        window)."""
+        """Open this superstep's schedule and hand it out (fresh pages to the window)."""
         self.window.open(jobs, self.wall())
         cached = self.archive.plan([j for j in jobs if not j.robotstxt], self.wall())
         fresh = {id(r.job) for r in cached}
@@ -164,11 +139,9 @@ class Scheduler:
             self._idle()
 
     def _idle(self) -> None:
-        """Every host with URLs is resting: wait for a fetch result or the end of the first
-        rest, at least ``IDLE_SLEEP`` s (no spinning) and at most ``idle_max``, which the
-        superstep loop sets after each sync: ``IDLE_MAX`` when every rank was idle (under
-        a Crawl-delay, a superstep every few ms would be for nothing), else ``IDLE_SLEEP``
-        (a rank with work would wait for this one at the sync)."""
+        """Every host with URLs rests: wait for a result or the first rest's end, between
+        ``IDLE_SLEEP`` and ``idle_max`` s (``IDLE_MAX`` when every rank was idle, else
+        short: a rank with work would wait for this one at the sync)."""
         self.stats["scheduler/idle"] = 1
         t0 = self.clock()
         self._collect(min(self.idle_max, max(IDLE_SLEEP, self.frontier.next_ready() - t0)))
@@ -187,9 +160,8 @@ class Scheduler:
                                         self.clock() + after)
 
     def _collect(self, timeout: float | None = None) -> None:
-        """Deliver every finished result to the window (waiting up to ``timeout`` s for
-        the first one; None: do not wait), and have its page analysed ahead of its commit
-        (``Committer.prepare``)."""
+        """Deliver every finished result to the window (waiting up to ``timeout`` s for the
+        first; None: no wait) and have its page analysed ahead."""
         result = self.fetcher.get(timeout)
         while result is not None:
             job = result.job
@@ -217,9 +189,7 @@ class Scheduler:
         self.stats["time/wait"] += self.clock() - t0
 
     def _supervise(self) -> None:
-        """Replace a fetcher thread that died or hung and hand its unanswered jobs to the
-        new one; a job given up on by ``MAX_RESCHEDULES`` threads is committed as the
-        error ``robot_hang``."""
+        """Replace a fetcher thread that died or hung (module docstring)."""
         stall = self.settings.window_straggler_timeout or 30.0
         if self.fetcher.healthy(stall):
             return
@@ -246,10 +216,8 @@ class Scheduler:
         self.fetcher.submit(_suspects_last(again))
 
     def unreleased(self) -> int:
-        """Page jobs scheduled and not committed yet (a deferred one too) that this run
-        will still commit: none from the first schedule with a job withdrawn on. A
-        robots.txt job is not a page, and while one is out its host's URLs wait in the
-        frontier."""
+        """Page jobs scheduled, not committed yet, that this run will still commit (none
+        from the first schedule with a job withdrawn on)."""
         held = self.held_from
         return sum(not j.robotstxt for s in self.window.outstanding.values()
                    if held is None or s.seq < held for j in s.jobs) \

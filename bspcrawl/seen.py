@@ -1,41 +1,26 @@
 """The seen set: every URL fingerprint a rank has accepted, exact, tested a batch at a time.
 
-IRLbot's DRUM (Lee, Leonard, Wang, Loguinov, WWW 2008) checks URLs against sorted
-structures in batches instead of one at a time; a BSP superstep is such a batch. Here the
-fingerprints (64-bit, ``urls.fingerprints``) live in sorted int64 arrays, about 9 bytes
-per URL, with no false positives: a crawl keeps the same pages and doc ids as with a
-Python set.
-
-The seen set is the one user of :class:`~bspcrawl.sortedkeys.SortedKeys` that must be more
-than one: it keeps within a memory budget by spilling to disk, so its bulk is a list of
-*shards*, sorted arrays over disjoint key ranges of which some are memory-mapped files, and
-only the keys in no shard yet, the *delta*, are a ``SortedKeys``. A worked example
-(``shard_max`` = 4, ``delta_min`` = 4)::
+As IRLbot's DRUM (Lee, Leonard, Wang, Loguinov, "IRLbot: Scaling to 6 Billion Pages and
+Beyond", WWW 2008) URLs are checked a batch (a superstep) at a time against sorted int64
+arrays of fingerprints, with no false positives. Unlike the other users of
+:class:`~bspcrawl.sortedkeys.SortedKeys` it must keep within a memory budget by spilling to
+disk, so its bulk is a list of *shards*, sorted arrays over disjoint key ranges (some
+memory-mapped files), and only the keys in no shard yet, the *delta*, are a ``SortedKeys``.
+A worked example (``shard_max`` = 4, ``delta_min`` = 4)::
 
     shards = [[-9, -4, 2, 5], [8, 11, 20]]   # each sorted; disjoint ranges, in key order
     lows   = [INT64_MIN, 8]                  # shard i holds the keys in [lows[i], lows[i+1])
     delta  = SortedKeys {-1, 3, 7}           # in no shard
 
-``contains_batch([7, 6, 20])`` asks the delta, then sorts the batch, cuts it at
-``lows[1:]`` and searches each shard for its own slice: ``[True, False, True]``. A shard is
-searched through its *fences*, every ``FENCE``-th key, kept in RAM: a ``searchsorted`` in
-the fences names the block of ``FENCE`` keys that may hold the key, and a few vectorised
-halvings find it there (:func:`_found_fenced`), so a probe of a spilled shard reads one
-block. ``add_batch([6, 6, 8])`` puts 6 in the delta once and returns
-``[True, False, False]``.
+``contains_batch([7, 6, 20])`` asks the delta, then cuts the sorted batch at ``lows[1:]``
+and searches each shard for its slice: ``[True, False, True]``. A shard is searched
+through its *fences* (every ``FENCE``-th key, in RAM), so a probe of a spilled shard reads
+one block. ``add_batch([6, 6, 8])`` puts 6 in the delta once: ``[True, False, False]``.
 
-When the delta holds more than ``max(delta_min, len / 16)`` keys it is merged into the
-shards, one shard at a time, a shard longer than ``shard_max`` cut into pieces: a key is
-copied a bounded number of times on average, and a merge never holds more than one shard
-and its part of the delta besides the set. RAM stays within about ``8 * len * (1 + 1/64)``
-bytes for the shards and fences plus ``16 * len / 16`` for the delta.
-
-Past ``memory`` bytes of arrays in RAM, whole shards spill to ``spill_dir`` as ``.npy``
-files and are searched memory-mapped (``np.load(mmap_mode="r")``); a merge rewrites a
-spilled shard to a new file, as DRUM merges its disk buckets. The delta is then held to
-``memory / 64`` keys so that it fits too. Spill files are a cache, not state: a checkpoint
-writes :meth:`SeenSet.to_array`, and a new set deletes what a killed process left in its
-directory.
+When the delta outgrows ``max(delta_min, len / 16)`` keys it is merged into the shards one
+shard at a time (long ones cut at ``shard_max``). Past ``memory`` bytes in RAM, whole shards
+spill to ``spill_dir`` as ``.npy`` files searched memory-mapped. Spill files are a cache:
+a checkpoint writes :meth:`SeenSet.to_array`, and a new set deletes a killed one's files.
 """
 
 from __future__ import annotations
@@ -48,15 +33,15 @@ import numpy as np
 
 from bspcrawl.sortedkeys import SortedKeys, as_keys, increasing
 
-SHARD_MAX = 1 << 20  # keys per shard before it is cut (8 MiB)
+SHARD_MAX = 1 << 20  # keys per shard before it is cut
 DELTA_MIN = 1 << 16  # the delta may hold this many keys before a merge, whatever len is
-FENCE = 64  # a shard's fences are every FENCE-th key (0.125 bytes per key)
+FENCE = 64  # a shard's fences are every FENCE-th key
 INT64_MIN = np.iinfo(np.int64).min
 
 
 def _found_fenced(run: np.ndarray, fences: np.ndarray, keys: np.ndarray) -> np.ndarray:
-    """Which of the sorted ``keys`` are in the sorted ``run``, whose every FENCE-th key is
-    ``fences``: the block from the fences, then binary lifting within it."""
+    """Which of the sorted ``keys`` are in ``run``: the block from its ``fences``, then
+    binary lifting within it."""
     if not len(run):
         return np.zeros(len(keys), dtype=bool)
     at = np.searchsorted(fences, keys, side="right") - 1
@@ -73,10 +58,8 @@ def _found_fenced(run: np.ndarray, fences: np.ndarray, keys: np.ndarray) -> np.n
 class SeenSet:
     """An exact set of int64 URL fingerprints, tested and grown a batch at a time.
 
-    API: :meth:`contains_batch` and :meth:`add_batch` (one call per superstep's links),
-    ``fp in seen`` and ``len(seen)``; :meth:`to_array` and :meth:`add_batch` again for
-    checkpoints; :meth:`close` deletes the spill files. ``ram_bytes`` and ``disk_bytes``
-    say where the keys are. The answers never depend on the order of the batches' keys.
+    API: :meth:`contains_batch`, :meth:`add_batch`, ``in``, ``len``; :meth:`to_array` for
+    checkpoints; :meth:`close` deletes the spill files.
 
     Invariants (:meth:`_check`): every shard is strictly increasing, within its range
     ``[lows[i], lows[i+1])``, and its fences are its every FENCE-th key; no delta key is in
@@ -86,8 +69,6 @@ class SeenSet:
 
     def __init__(self, memory: int = 1 << 30, spill_dir: Path | None = None,
                  shard_max: int = SHARD_MAX, delta_min: int = DELTA_MIN) -> None:
-        """``memory``: bytes of arrays kept in RAM before shards spill to ``spill_dir``
-        (None: never spill). ``shard_max``, ``delta_min``: see the module docstring."""
         if shard_max < 2 or delta_min < 1 or memory < 0:
             raise ValueError("shard_max must be >= 2, delta_min >= 1, memory >= 0")
         self.memory, self.spill_dir = memory, spill_dir
@@ -121,8 +102,7 @@ class SeenSet:
         return 8 * sum(len(s) for s in self._shards if isinstance(s, np.memmap))
 
     def contains_batch(self, fps: np.ndarray | list[int]) -> np.ndarray:
-        """A bool per fingerprint: is it in the set? O(b log n) for b fingerprints: one
-        sort of the batch, one search of the delta and one per shard."""
+        """A bool per fingerprint: is it in the set? O(b log n)."""
         keys = as_keys(fps)
         order = np.argsort(keys, kind="stable")
         found = self._delta.contains(keys)
@@ -130,7 +110,6 @@ class SeenSet:
         return found
 
     def _in_shards(self, ordered: np.ndarray) -> np.ndarray:
-        """Which of the sorted keys are in a shard (the delta left out)."""
         hit = np.zeros(len(ordered), dtype=bool)
         cuts = np.searchsorted(ordered, self._lows[1:]).tolist()
         for shard, fences, a, b in zip(self._shards, self._fences, [0, *cuts],
@@ -140,8 +119,8 @@ class SeenSet:
         return hit
 
     def add_batch(self, fps: np.ndarray | list[int]) -> np.ndarray:
-        """Add the fingerprints; a bool per fingerprint: was it new? Of a fingerprint
-        repeated in the batch only the first is new. Amortised O(b log n)."""
+        """Add the fingerprints; a bool per fingerprint: was it new (a repeat's first only)?
+        Amortised O(b log n)."""
         keys = as_keys(fps)
         unique, first = np.unique(keys, return_index=True)
         fresh = ~self._in_shards(unique)
@@ -154,15 +133,13 @@ class SeenSet:
         return new
 
     def to_array(self) -> np.ndarray:
-        """Every fingerprint, sorted (a new array of 8 bytes per key, for a checkpoint;
-        :meth:`add_batch` of it into an empty set gives this set back)."""
+        """Every fingerprint, sorted (a checkpoint's copy)."""
         shards = np.concatenate(self._shards)  # in key order: one sorted run
         delta = self._delta.to_array()
         return np.insert(shards, np.searchsorted(shards, delta), delta)
 
     def close(self) -> None:
-        """Delete the spill files and their directory if empty (the set is unusable
-        after)."""
+        """Delete the spill files and their directory if empty (the set is unusable after)."""
         for i, shard in enumerate(self._shards):
             if isinstance(shard, np.memmap):
                 self._unlink(shard)
@@ -177,8 +154,7 @@ class SeenSet:
 
     def _flush(self) -> None:
         """Merge the delta into the shards, cut long ones, then spill while RAM holds more
-        than ``memory`` bytes. A spilled shard that takes keys is rewritten to a new file at
-        once, so at most one shard is ever loaded."""
+        than ``memory`` bytes (at most one spilled shard loaded at a time)."""
         delta = self._delta.to_array()
         self._delta = SortedKeys()
         cuts = [0, *np.searchsorted(delta, self._lows[1:]).tolist(), len(delta)]
@@ -215,7 +191,6 @@ class SeenSet:
                     self._shards[i] = self._spill(shards[i])
 
     def _spill(self, keys: np.ndarray) -> np.ndarray:
-        """Write a sorted shard to a new file; its read-only map."""
         assert self.spill_dir is not None
         self.spill_dir.mkdir(parents=True, exist_ok=True)
         path = self.spill_dir / f"run-{self._files:08d}.npy"

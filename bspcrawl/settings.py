@@ -86,8 +86,8 @@ class Settings:
     queue_batch: int = _opt(256, "URLs extracted from the CBT per superstep (R)")
     queue_bucket: int = _opt(256, "items per CBT leaf bucket (n)")
     queue_pending_max: int = _opt(1_000_000, "stop extracting while Q holds this many URLs")
-    queue_seen_memory: int = _opt(512 * 1024 * 1024, "RAM for the seen set (8 bytes per URL; "
-                                  "512 MiB: 67 M URLs) before its sorted shards spill to "
+    queue_seen_memory: int = _opt(512 * 1024 * 1024, "RAM for the seen set (8 bytes per URL) "
+                                  "before its sorted shards spill to "
                                   "DIR/seen/rank-NNNN (0: all of them)", "bytes")
     queue_memory_budget: int = _opt(64 * 1024 * 1024, "RAM for the records of the URLs "
                                     "waiting in the frontier (~50 bytes + the URL each) "

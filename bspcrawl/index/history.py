@@ -1,11 +1,9 @@
 """The history of every URL: each fetched version, where its body is, nearest-in-time lookup.
 
-After the cache history of the Yioop search engine (A. Kukreti, "Yioop full historical
-indexing in cache navigation", 2013): every version of a page the crawler fetched is kept,
-the versions of a URL are listed by year and month, and a request for a date is answered
-with the version nearest to it, as the Wayback Machine does. Yioop kept them as cache files
-per crawl; here one rank's history is a set of append-only columns (one row per fetch, in
-commit order) and the body of a version lives in a WARC record (:mod:`bspcrawl.index.warc`)::
+After Yioop's cache history (A. Kukreti, "Yioop full historical indexing in cache
+navigation", 2013): every fetched version is kept, listed by year and month, and a date is
+answered with the nearest version, as the Wayback Machine does. A rank's history is
+append-only columns, one row per fetch in commit order; bodies live in WARC records::
 
     row  url_fp  time          status  content_fp  warc_file  warc_offset  warc_length
     0    42      1704067200.5  200     0x9e..      0          1183         5120
@@ -13,19 +11,17 @@ commit order) and the body of a version lives in a WARC record (:mod:`bspcrawl.i
     2    42      1706745600.0  304     0x9e..      0          1183         5120  <- body of row 0
     3    42      1709251200.0  200     0x3a..      2          0            6011
 
-``warc_*`` locate the record that holds the version's *body*: for a 304 or an unchanged
-200 (written as a revisit record) that is the earlier response record with the same body,
-so :func:`bspcrawl.index.warc.read_body` works for every row; ``warc_file`` is -1 when no
-body was archived (a failed fetch).
+``warc_*`` locate the record holding the version's *body* (for a 304 or an unchanged 200,
+the earlier response record); ``warc_file`` is -1 when no body was archived.
 
-A URL's rows are found through a :class:`~bspcrawl.sortedkeys.SortedKeys` of the URL
-fingerprints, whose row for a URL indexes ``last`` (its newest history row); each history
-row links to the URL's row before it (``prev``, -1 for the first). In the example::
+A URL's rows are found through a :class:`~bspcrawl.sortedkeys.SortedKeys` of fingerprints
+whose row indexes ``last`` (the URL's newest row); each row links to the URL's row before
+(``prev``, -1 for the first). In the example::
 
     urls: {7: 1, 42: 0}    last = [3, 1]    prev = [-1, -1, 0, 2]
 
 so the rows of 42 are 3, 2, 0, newest first: O(log n + versions) a query, however queries
-and appends interleave (the crawl asks :meth:`History.original` when it commits a revisit).
+and appends interleave.
 """
 
 from __future__ import annotations
@@ -77,15 +73,9 @@ class Version:
 class History:
     """Every version of one rank's URLs.
 
-    API by role:
-
-    * fill: :meth:`append` (one version), :meth:`extend` (a batch of columns)
-    * query: :meth:`versions` (by time), :meth:`latest`, :meth:`original` (what a revisit
-      refers to), :meth:`nearest`, :meth:`grouped` (year -> month -> versions),
-      :meth:`column`, ``len()``
-    * disk: :meth:`save` into an HDF5 group, :meth:`load` back (exact round trip)
-
-    Not thread-safe: the scheduler thread owns it.
+    API: fill :meth:`append`, :meth:`extend`; query :meth:`versions`, :meth:`latest`,
+    :meth:`original`, :meth:`nearest`, :meth:`grouped`, :meth:`column`, ``len``; disk
+    :meth:`save`, :meth:`load`. The scheduler thread owns it.
     """
 
     def __init__(self) -> None:
@@ -113,8 +103,8 @@ class History:
                content_fp: ArrayLike, warc_file: ArrayLike | None = None,
                warc_offset: ArrayLike | None = None,
                warc_length: ArrayLike | None = None, host: ArrayLike | None = None) -> None:
-        """Add a batch of versions, one array-like per column (``FIELDS``; the ``warc_*``
-        columns default to "no body", ``host`` to 0). Amortised O(batch)."""
+        """Add a batch of versions, one array-like per column (``warc_*`` default to no
+        body, ``host`` to 0)."""
         n = len(np.asarray(url_fp))
         given = {"url_fp": url_fp, "time": time, "status": status, "content_fp": content_fp,
                  "warc_file": [-1] * n if warc_file is None else warc_file,
@@ -205,10 +195,9 @@ class History:
 
     def nearest(self, fp: int, t: float,
                 side: Literal["nearest", "before", "after"] = "nearest") -> Version | None:
-        """The version of ``fp`` nearest in time to ``t`` (Unix s), like the Wayback
-        Machine: ``before`` the newest at or before ``t``, ``after`` the oldest at or after
-        ``t``, ``nearest`` the closer of the two (a tie goes to the earlier one). None if
-        there is none on that side. O(log n + versions of fp)."""
+        """The version of ``fp`` nearest in time to ``t`` (Unix s): ``before``/``after`` the
+        nearest on that side (at ``t`` included), ``nearest`` the closer (a tie: the
+        earlier); None if there is none."""
         if side not in ("nearest", "before", "after"):
             raise ValueError(f"side must be nearest, before or after, not {side!r}")
         if math.isnan(t):
@@ -228,8 +217,8 @@ class History:
         return None if pick is None else self._version(pick)
 
     def grouped(self, fp: int) -> dict[int, dict[int, list[Version]]]:
-        """The versions of ``fp`` by UTC year, then month (1-12), both ascending and each
-        list oldest first, as Yioop's history page shows them."""
+        """The versions of ``fp`` by UTC year, then month, oldest first (Yioop's history
+        page)."""
         out: dict[int, dict[int, list[Version]]] = {}
         for v in self.versions(fp):
             when = datetime.fromtimestamp(v.time, UTC)
@@ -239,8 +228,7 @@ class History:
     # ------------------------------------------------------------------ disk
 
     def save(self, group: h5py.Group) -> None:
-        """Write every row into the empty HDF5 ``group``: one 1-D dataset per column of
-        ``FIELDS`` (dtypes as there), in append order; attributes ``format``, ``version``."""
+        """Write every row into the empty HDF5 ``group``, one dataset per column."""
         for name, dtype in FIELDS.items():
             group.create_dataset(name, data=self._cols[name][: self._n], dtype=dtype,
                                  maxshape=(None,))

@@ -1,15 +1,13 @@
 """Cache validators of one rank's URLs: ETag, Last-Modified, freshness, last fetch, content.
 
-After the cache page validation of the Yioop search engine (A. Kukreti, "Yioop full
-historical indexing in cache navigation", 2013): when a schedule is built, every URL's
-validators are looked up; a URL still *fresh* (``Expires`` or ``Cache-Control: max-age`` in
-the future) is not fetched, the others are fetched with ``If-None-Match`` /
-``If-Modified-Since`` so that an unchanged page costs a 304 and no body. The lookup of a
-whole schedule is one batch search of a :class:`~bspcrawl.sortedkeys.SortedKeys`, not one
-tree walk per URL.
+After Yioop's cache page validation (A. Kukreti, "Yioop full historical indexing in cache
+navigation", 2013): a schedule's URLs are looked up in one batch; a URL still *fresh*
+(``Expires`` or ``max-age`` in the future) is not fetched, the others are fetched with
+``If-None-Match`` / ``If-Modified-Since``, so an unchanged page costs a 304 and no body.
 
-**Layout**: the URL fingerprints are the keys of a ``SortedKeys``; the row it gives each
-URL indexes five parallel columns, overwritten in place when the URL is fetched again::
+**Layout**: the URL fingerprints are the keys of a
+:class:`~bspcrawl.sortedkeys.SortedKeys`; each key's row indexes five parallel columns,
+overwritten in place when the URL is fetched again::
 
     keys          SortedKeys  {-7: row 1, 3: row 0, 12: row 2}
     etag          object      ['',  'W/"5e1f-4a3b"', '"x"']   exact, as received; '' none
@@ -18,14 +16,9 @@ URL indexes five parallel columns, overwritten in place when the URL is fetched 
     fetched       uint32      [t3,  t4,  t5]                   the last fetch
     content_fp    uint64      [ a,   b,   c]                   xxh3-64 of the body
 
-Memory: 44 bytes a row (16 for the key and its row, 20 for the numeric columns, 8 for the
-ETag's reference), plus one ``str`` per ETag (its length and CPython's 49 bytes), plus up to a
-quarter more for the columns' room to grow.
-
-Times are whole Unix seconds in uint32 (1970 to 2106); 0 means "none". ``expires`` is the
-*fresh-until* time computed at fetch time from ``max-age`` (which wins) or ``Expires``
-(RFC 9111 4.2.1), so that one comparison tells freshness. An ETag is kept exactly as
-received, so it can be sent back byte for byte.
+Times are whole Unix seconds in uint32; 0 means "none". ``expires`` is computed at fetch
+time from ``max-age`` (which wins) or ``Expires`` (RFC 9111 4.2.1), so one comparison tells
+freshness. An ETag is kept exactly as received, to be sent back byte for byte.
 """
 
 from __future__ import annotations
@@ -63,7 +56,7 @@ _DELTA_SECONDS = re.compile(r"\d+")
 
 def parse_http_date(value: str) -> int | None:
     """Unix seconds of an HTTP-date (IMF-fixdate, RFC 850 or asctime, RFC 9110 5.6.7), or
-    None when it is invalid or outside what uint32 holds (1970-01-01 00:00:01 to 2106).
+    None when it is invalid or outside what uint32 holds.
 
     >>> parse_http_date("Sun, 06 Nov 1994 08:49:37 GMT")
     784111777
@@ -125,11 +118,10 @@ def parse_cache_control(value: str) -> dict[str, str | None]:
 
 
 def fresh_until(headers: Mapping[str, str], fetched: int) -> int:
-    """When a response fetched at ``fetched`` (Unix s) stops being fresh, or 0 if it is stale
-    at once: ``max-age`` wins over ``Expires - Date`` (RFC 9111 4.2.1), minus ``Age``;
-    ``no-cache``/``no-store`` or an invalid value (a bad date, ``Expires: 0``, a non-numeric
-    max-age) mean stale (RFC 9111 4.2.1, 5.3). No heuristic freshness: a crawler revisits
-    pages without explicit freshness by its own policy."""
+    """When a response fetched at ``fetched`` (Unix s) stops being fresh, or 0 if stale at
+    once: ``max-age`` wins over ``Expires - Date``, minus ``Age``; ``no-cache``, ``no-store``
+    or an invalid value mean stale (RFC 9111 4.2.1, 5.3). No heuristic freshness: the
+    crawler's own policy revisits the other pages."""
     cc = parse_cache_control(headers.get("cache-control", ""))
     if "no-cache" in cc or "no-store" in cc:
         return 0
@@ -163,12 +155,8 @@ class Validators:
     @classmethod
     def from_response(cls, headers: Mapping[str, str], fetched: float, content_fp: int = 0,
                       previous: Validators | None = None) -> Validators:
-        """Parse a response's headers (lower-case names, as FetchResult.headers).
-
-        ``previous``: for a 304, the row the request's validators came from; what the 304
-        does not repeat is kept (RFC 9111 4.3.4): ETag, Last-Modified, the content
-        fingerprint and, without new Cache-Control or Expires, the freshness lifetime.
-        """
+        """Parse a response's headers (lower-case names). For a 304, what it does not repeat
+        is kept from ``previous`` (RFC 9111 4.3.4), the freshness lifetime included."""
         now = int(fetched)
         etag = parse_etag(headers.get("etag", ""))
         modified = parse_http_date(headers.get("last-modified", "")) or 0
@@ -184,11 +172,8 @@ class Validators:
 
 
 def revalidate(etag: str, last_modified: int) -> tuple[str, ...]:
-    """The request header lines (pycurl HTTPHEADER form) that revalidate a URL of that ETag
-    ('' none) and Last-Modified (0 none).
-
-    Both validators are sent when known: a server that knows ETags ignores
-    If-Modified-Since next to If-None-Match (RFC 9110 13.1.3), one that does not uses it.
+    """The request header lines that revalidate a URL of that ETag ('' none) and
+    Last-Modified (0 none); both are sent when known (RFC 9110 13.1.3).
 
     >>> revalidate('"5e1f-4a3b"', 784111777)
     ('If-None-Match: "5e1f-4a3b"', 'If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT')
@@ -204,10 +189,8 @@ def revalidate(etag: str, last_modified: int) -> tuple[str, ...]:
 
 @dataclass(slots=True)
 class Found:
-    """The answer of :meth:`ValidatorStore.lookup`: one entry per fingerprint asked.
-
-    Where ``found`` is False every column holds 0 (or '').
-    """
+    """:meth:`ValidatorStore.lookup`'s answer, one entry per fingerprint (0 or '' where
+    not found)."""
 
     found: np.ndarray  # bool
     content_fp: np.ndarray  # uint64
@@ -241,7 +224,7 @@ def _opaque(etag: str) -> str:
 
 
 def _last_of_each(fps: np.ndarray) -> np.ndarray:
-    """Indices of the last occurrence of each distinct value of ``fps``, by value."""
+    """Indices of each distinct value's last occurrence, by value."""
     order = np.argsort(fps, kind="stable")
     s = fps[order]
     last = np.ones(len(s), bool)
@@ -250,24 +233,17 @@ def _last_of_each(fps: np.ndarray) -> np.ndarray:
 
 
 def check_saved(group: h5py.Group) -> None:
-    """Raise ValueError unless ``group`` is what :meth:`ValidatorStore.save` writes (an
-    older bspcrawl's layout included)."""
+    """Raise ValueError unless ``group`` is what :meth:`ValidatorStore.save` writes."""
     if group.attrs.get("format") != FORMAT or int(group.attrs.get("version", 0)) != VERSION:
         raise ValueError(f"{group.name}: not a {FORMAT} group (version {VERSION})")
 
 
 class ValidatorStore:
-    """Per-URL validators of one rank (see the module docstring for the layout).
+    """Per-URL validators of one rank (layout: module docstring).
 
-    API by role:
-
-    * fill: :meth:`update` (a batch, e.g. one committed schedule)
-    * query: :meth:`lookup` (one schedule, vectorised), :meth:`get`, :meth:`fingerprints`,
-      ``len()``
-    * disk: :meth:`save` into an HDF5 group, :meth:`load` back (exact round trip)
-
-    Invariants (:meth:`_check`): the keys' rows are 0 .. len - 1 and every column has room
-    for them. Not thread-safe: the scheduler thread owns it, like the HDF5 store.
+    API: fill :meth:`update`; query :meth:`lookup`, :meth:`get`, :meth:`fingerprints`,
+    ``len``; disk :meth:`save`, :meth:`load`. Invariant (:meth:`_check`): the keys' rows
+    are 0 .. len - 1 and every column has room for them. The scheduler thread owns it.
     """
 
     def __init__(self) -> None:
@@ -275,7 +251,6 @@ class ValidatorStore:
         self._cols = {name: np.zeros(0, dtype) for name, dtype in COLUMNS.items()}
 
     def __len__(self) -> int:
-        """Distinct URLs stored."""
         return len(self._keys)
 
     @property
@@ -287,13 +262,9 @@ class ValidatorStore:
                last_modified: Sequence[int] | np.ndarray, expires: Sequence[int] | np.ndarray,
                fetched: Sequence[float] | np.ndarray,
                content_fp: Sequence[int] | np.ndarray) -> None:
-        """Store what a batch of fetches said (the last one wins for a repeated fp).
-
-        ``etags``: exact ETags ('' none; see :func:`parse_etag`); ``last_modified``,
-        ``expires`` (fresh until), ``fetched``: Unix seconds (0: none; fractions dropped);
-        ``content_fp``: uint64. O(b log n) for b rows, plus the keys' merges. Raises
-        ValueError, and changes nothing, for mismatched lengths or out-of-range values.
-        """
+        """Store what a batch of fetches said (the last wins for a repeated fp); times in
+        Unix seconds. ValueError, and nothing changed, for mismatched lengths or values
+        out of range."""
         fp = np.asarray(fps, np.int64)
         n = len(fp)
         try:
@@ -340,9 +311,8 @@ class ValidatorStore:
         return self._keys.to_array()
 
     def save(self, group: h5py.Group) -> None:
-        """Write the store into the empty HDF5 ``group``, sorted by fp: datasets ``fp``
-        (int64) and one per ``COLUMNS`` (``etag`` a UTF-8 string); attributes ``format``,
-        ``version``."""
+        """Write the store into the empty HDF5 ``group``: ``fp`` sorted and one dataset per
+        column."""
         fps = self.fingerprints()
         rows = self._keys.find(fps)
         group.create_dataset("fp", data=fps)

@@ -1,33 +1,17 @@
-"""The fetch workers of one rank (Marin's "robots"): libcurl transfers driven by one
-CurlMulti in one thread.
+"""The fetch workers of one rank (Marin's "robots"): up to ``fetch_workers`` libcurl
+transfers on one ``CurlMulti`` in one thread (as in Dominos; Hafri and Djeraba, "High
+performance crawling system"), so network waits overlap while Python stays on one thread.
 
-As in Dominos (Hafri and Djeraba, "High performance crawling system") the workers are
-libcurl transfers, not Python threads: a single background thread (named ``fetcher``) runs
-a ``CurlMulti`` with up to ``fetch_workers`` transfers at once, so the network waits
-overlap while Python work stays on one thread.
-
-Politeness is enforced here, on the wall clock: each host's jobs wait in a FIFO (schedule
-order), at most one of them is in transfer, and the next starts no earlier than the
-host's rest after the previous one ended (:meth:`Politeness.rest
-<bspcrawl.robots.politeness.Politeness.rest>`, the rule the frontier schedules by too). A
-host therefore never has two requests in flight from this rank, and hosts are rank-local
-(partition.py). The one exception is opt-in: with ``--host-connections N`` an *unpaced*
-host (no delay, no response factor: a server of one's own) may have up to N transfers at
-once, each started no earlier than the rest after the last one that ended (a 429's
-backoff still holds them all back); a paced host and a robots.txt fetch keep one. Free
-transfers go to the hosts whose rest is over in the order of their
-oldest job's schedule (the window commits schedules in order), and among hosts of one
-schedule to the one with the most jobs queued first, so that a big site is not starved by
-many small ones and left for the crawl's tail (longest-queue-first, a makespan heuristic).
-
-Connections go only to addresses the :class:`~bspcrawl.robots.addresses.AddressPolicy`
-permits, checked on the resolved address libcurl is about to connect to.
-
-The thread shares only two queues with the scheduler: :meth:`Fetcher.submit` puts jobs in,
-:meth:`Fetcher.get` takes :class:`FetchResult` objects out in the order they finish. Between
-looks at its state the thread sleeps in ``poll(2)`` on the transfers' sockets and on a
-socket pair that :meth:`Fetcher.submit` writes a byte to, until libcurl's own timeout or a
-host's rest ends (no polling: an idle rank costs no CPU).
+- **Politeness on the wall clock**: each host's jobs wait in a FIFO, one in transfer, the
+  next no earlier than the host's rest after the last ended (``Politeness.rest``, the rule
+  the frontier schedules by). Opt-in exception: ``--host-connections N`` lets an unpaced
+  host (a server of one's own) have N transfers; robots.txt fetches keep one.
+- **Order**: free transfers go to rested hosts by their oldest job's schedule, then the
+  longest queue first, so a big site is not left for the crawl's tail.
+- Connections go only to addresses the ``AddressPolicy`` permits, checked after DNS.
+- The thread shares two queues with the scheduler (:meth:`Fetcher.submit`,
+  :meth:`Fetcher.get`) and sleeps in ``poll(2)`` on the transfers' sockets and a wake-up
+  socket pair (an idle rank costs no CPU).
 """
 
 from __future__ import annotations
@@ -185,11 +169,8 @@ class _Transfer:
 
 
 class Fetcher:
-    """A background thread that fetches :class:`FetchJob` s with ``fetch_workers`` transfers.
-
-    BEWARE: only the ``fetcher`` thread touches curl handles; the scheduler talks to it
-    through :meth:`submit` and :meth:`get` alone.
-    """
+    """A background thread that fetches jobs. BEWARE: only that thread touches curl
+    handles; the scheduler uses :meth:`submit` and :meth:`get` alone."""
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
@@ -222,7 +203,6 @@ class Fetcher:
             self._wake()
 
     def _wake(self) -> None:
-        """Wake the fetcher thread from its wait (a byte on the socket pair it polls)."""
         with contextlib.suppress(OSError):  # full: a wake is pending; closed: it ended
             self._wake_w.send(b"\0")
 
@@ -236,24 +216,20 @@ class Fetcher:
             return None
 
     def withdraw(self) -> None:
-        """Give back every job not started yet, now and from now on, as a result with the
-        error :data:`WITHDRAWN` (a stop: such jobs may wait for a host's rest or a 429's
-        backoff); transfers running go on."""
+        """Give back every job not started, now and from now on, as a :data:`WITHDRAWN`
+        result; transfers running go on."""
         self._withdraw.set()
         self._wake()
 
     def close(self, wait: float = 10.0) -> None:
-        """Stop the thread (waiting up to ``wait`` s); transfers still running are
-        abandoned, and so is a hung thread (it is a daemon: should it come round its loop,
-        it sees the stop, ends and closes its end of the socket pair)."""
+        """Stop the thread, waiting up to ``wait`` s; a hung thread (a daemon) is abandoned."""
         self._stop.set()
         self._wake()
         self._thread.join(timeout=wait)
         self._wake_w.close()
 
     def healthy(self, stall: float) -> bool:
-        """False once the fetcher thread has ended (died of a bug) or has not come round
-        its loop for ``stall`` seconds (hung)."""
+        """False once the thread has died, or has not come round its loop for ``stall`` s."""
         return self._thread.is_alive() and time.monotonic() - self.beat < stall
 
     def _finish(self, res: FetchResult) -> None:
@@ -276,8 +252,8 @@ class Fetcher:
                 and not self.politeness.paced)
 
     def _list(self, host: str) -> None:
-        """Put the host on the resting heap if a queued job of its may start; forget a
-        host with nothing queued nor in flight."""
+        """Put the host on the resting heap if a queued job of its may start; forget an
+        idle host."""
         q = self._queues.get(host)
         if not q:
             if host in self._queues and host not in self._busy:
@@ -346,8 +322,7 @@ class Fetcher:
         self._wake_r.close()
 
     def _give_back(self) -> None:
-        """Hand every queued job back as :data:`WITHDRAWN` (the scheduler finds the first
-        schedule they hold back itself)."""
+        """Hand every queued job back as :data:`WITHDRAWN`."""
         jobs = [job for q in self._queues.values() for job in q]
         for q in self._queues.values():
             q.clear()
@@ -360,9 +335,8 @@ class Fetcher:
             self._results.put(FetchResult(job, error=WITHDRAWN))
 
     def _wait(self, multi: pycurl.CurlMulti, active: bool) -> None:
-        """Sleep until a transfer's socket is ready, jobs are submitted, a host's rest
-        ends or libcurl's own timeout, at most ``WAIT_MAX`` s (no polling: an idle rank
-        costs no CPU)."""
+        """Sleep until a socket is ready, jobs come, a rest ends or libcurl's timeout, at
+        most ``WAIT_MAX`` s."""
         timeout = WAIT_MAX
         if self._resting:
             timeout = min(timeout, self._resting[0][0] - time.monotonic())
