@@ -1,24 +1,13 @@
 """The crawl's counters: one table, from which everything that shows a counter is derived.
 
-Counters are slash-named, as Scrapy's stats (``frontier/duplicates``, ``window/late``), and
-bumped where the event happens, in one :class:`Stats` per rank that the frontier, the
-scheduler and the superstep loop share. The table :data:`COUNTERS` is the only list of
-them; from it come
+Counters are slash-named, as Scrapy's stats, and bumped where the event happens in one
+:class:`Stats` per rank. :data:`COUNTERS` is the only list of them; from it come the sync
+vector (the ``synced`` ones, summed over the ranks so every rank decides alike), the
+``/stats`` dtype (one column per counter, one row per superstep per rank), ``bspcrawl
+inspect``'s counters (:func:`summarise`) and the docs' table (:func:`markdown`).
 
-- the **sync vector**: the counters marked ``synced`` travel in the superstep's one
-  ``Ialltoall`` and are summed over the ranks (:data:`SYNCED`, :meth:`Stats.vector`), so
-  every rank takes the same decisions (stop, limits, progress);
-- the **``/stats`` dtype** (:data:`STATS_DTYPE`): ``rank``, ``superstep``, then one column
-  per counter, named as the counter, one row per superstep per rank;
-- **``bspcrawl inspect``**'s ``counters`` (:func:`summarise`), and
-- the **documentation's table** (:func:`markdown`, written into ``docs/output.md`` by
-  ``scripts/gen_docs.py``).
-
-Kinds: a ``total`` counts since the crawl started (kept in checkpoints, so a resumed crawl
-counts on); a ``step`` counts within one superstep; a ``gauge`` is a current value (a size,
-a flag). ``seconds`` counters are float64, the others int64.
-
-This module imports nothing of bspcrawl.
+Kinds: a ``total`` counts since the crawl started (kept in checkpoints); a ``step`` within
+one superstep; a ``gauge`` is a current value. ``seconds`` counters are float64.
 """
 
 from __future__ import annotations
@@ -112,13 +101,9 @@ STATS_DTYPE = np.dtype([("rank", np.int32), ("superstep", np.int64)] + [
 
 
 class Stats(dict[str, float]):
-    """One rank's counters, every name of :data:`COUNTERS` present (zero at first).
-
-    A plain dict, so bumping is ``stats["frontier/duplicates"] += 1`` at dict speed (it is
-    done per link); bumping a name not in the table raises KeyError, and a name set
-    otherwise fails the next :meth:`row`, so a counter cannot exist without its
-    documentation.
-    """
+    """One rank's counters, every name of :data:`COUNTERS` present (zero at first): a
+    plain dict, in which a name not in the table raises KeyError when bumped or at the
+    next :meth:`row`, so no counter exists without its documentation."""
 
     def __init__(self) -> None:
         super().__init__((c.name, 0.0 if c.seconds else 0) for c in COUNTERS)

@@ -205,8 +205,6 @@ class Scheduler:
         again = []
         for seq, i, job in unanswered:
             tries = self.reschedules[(seq, i)] = self.reschedules.get((seq, i), 0) + 1
-            if seq in self.window.outstanding:
-                self.window.outstanding[seq].reschedule_count += 1
             if tries > MAX_RESCHEDULES:
                 self.window.deliver(seq, i, FetchResult(job, error="robot_hang",
                                                         ended=self.clock()))

@@ -30,7 +30,10 @@ class SettingsError(ValueError):
 
 
 def _opt(default: Any, doc: str, unit: str = "") -> Any:
-    return field(default=default, metadata={"doc": doc, "unit": unit})
+    metadata = {"doc": doc, "unit": unit}
+    if isinstance(default, list):
+        return field(default_factory=list, metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 MAX_PARSE_PROCESSES = 64  # per rank: more is a typo, not a machine
@@ -54,10 +57,9 @@ class Settings:
     fetch_max_bytes: int = _opt(16 * 1024 * 1024, "a longer body is cut after this many "
                                 "(decoded) bytes, kept, parsed and marked truncated", "bytes")
     fetch_max_redirects: int = _opt(5, "redirect hops followed from one link")
-    fetch_allow_net: list[str] = field(default_factory=list, metadata={
-        "doc": "also connect to this non-public IP network (CIDR; repeatable). By default "
-               "loopback, private, link-local, multicast and reserved addresses are refused",
-        "unit": ""})
+    fetch_allow_net: list[str] = _opt([], "also connect to this non-public IP network (CIDR; "
+                                      "repeatable). By default loopback, private, link-local, "
+                                      "multicast and reserved addresses are refused")
     fetch_proxy: str = _opt("", "HTTP(S) proxy URL for every request (''; none: the http_proxy "
                             "and https_proxy variables are ignored). BEWARE: the address guard "
                             "then checks the proxy's address, not the sites'")
@@ -105,8 +107,7 @@ class Settings:
                                    "document order (0: no limit)")
     crawl_max_page_hosts: int = _opt(1000, "follow links of one page to at most this many "
                                      "hosts, in document order (0: no limit)")
-    url_blacklist: list[str] = field(default_factory=list, metadata={
-        "doc": "ignore URLs matching this regex (repeatable)", "unit": ""})
+    url_blacklist: list[str] = _opt([], "ignore URLs matching this regex (repeatable)")
 
     crawl_max_pages: int = _opt(0, "stop after about this many pages (0: no limit)")
     crawl_max_host_pages: int = _opt(1_000_000, "take at most this many URLs of one host, "
@@ -127,9 +128,8 @@ class Settings:
     index_flush_pages: int = _opt(2000, "pages buffered before an index segment is written")
     index_no_warc: bool = _opt(False, "keep no bodies (no WARC files; no revisits either)")
     index_parse_processes: int = _opt(
-        -1, "worker processes per rank that parse pages and count their terms while the rank "
-        "commits earlier ones (0: the rank does it; -1: two if the cores this process may "
-        "run on give each rank of the machine two or more, else none)")
+        -1, "worker processes per rank that parse pages while the rank commits earlier ones "
+        "(0: the rank does it; -1: two if the machine has two cores a rank, else none)")
     index_weight_title: float = _opt(WEIGHTS["title"], "search: weight of a word of the "
                                      "<title> (Compass's tag weights; only their ratios to "
                                      "the body's matter)")

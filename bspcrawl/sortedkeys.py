@@ -50,8 +50,8 @@ def positions(run: np.ndarray, keys: np.ndarray) -> np.ndarray:
 
 
 def grown(column: np.ndarray, rows: int) -> np.ndarray:
-    """A user's per-row array with room for ``rows`` rows: itself, or a copy a quarter
-    longer at least (amortised O(1) a row), the new room zeros."""
+    """A per-row array with room for ``rows`` rows: itself, or a zero-padded copy at least
+    a quarter longer (amortised O(1) a row)."""
     if len(column) >= rows:
         return column
     out = np.zeros(max(rows, len(column) * 5 // 4), column.dtype)
@@ -62,12 +62,10 @@ def grown(column: np.ndarray, rows: int) -> np.ndarray:
 class SortedKeys:
     """An exact set of int64 keys, each mapped to its row (the order it was added in).
 
-    API: :meth:`add` (returns which keys were new), :meth:`find` (their rows),
-    :meth:`contains`, ``len()``; :meth:`merge` and :meth:`to_array` (every key, sorted).
-    Each batch call is O(b log n) for b keys, plus the amortised cost of merges.
-
-    Invariants (:meth:`_check`): ``keys`` and ``recent`` are strictly increasing and
-    disjoint; their rows, together, are 0 .. len - 1, each once.
+    API: :meth:`add`, :meth:`find`, :meth:`contains`, ``len``, :meth:`merge`,
+    :meth:`to_array`; each batch call O(b log n) plus amortised merges. Invariants
+    (:meth:`_check`): ``keys`` and ``recent`` strictly increasing and disjoint; their rows
+    together 0 .. len - 1, each once.
     """
 
     def __init__(self, recent_max: int = RECENT_MAX) -> None:

@@ -9,15 +9,12 @@ Every rank loops (:meth:`Crawl.run`)::
     sync               one Ialltoall of byte counts and counters; hosts announced and
                        links delivered only when there are any                 (bsp.py)
 
-After the sync every rank holds the same global counters (``counters.py``), so all ranks
-decide alike to stop scheduling (a limit, a signal, ``bspcrawl stop``), and stop together
-when every frontier is empty and nothing is in flight. This module also owns what happens
-between supersteps: the ``/stats`` row, progress, index segments and checkpoints
-(``checkpoint.py``), the stop file and signals (SIGINT, SIGTERM: finish the outstanding
-schedules, checkpoint, stop; a second signal stops at once), and restoring a checkpoint
-onto the same or another number of ranks.
-
-Only the main thread calls MPI (``bsp.py``); the fetch workers run in a background thread.
+After the sync every rank holds the same global counters, so all ranks decide alike to
+stop (a limit, a signal, ``bspcrawl stop``), and stop together when every frontier is empty
+and nothing is in flight. This module also owns what happens between supersteps: the
+``/stats`` row, progress, index segments, checkpoints, the stop file and signals (finish
+the outstanding schedules, checkpoint, stop; a second signal stops at once), and a resume
+onto the same or another number of ranks. Only the main thread calls MPI.
 """
 
 from __future__ import annotations
@@ -83,7 +80,7 @@ class Outcome:
 @dataclass
 class Resume:
     """The complete checkpoint a crawl continues from: its superstep and every rank's
-    state (``checkpoint.RankState``, attributes) as written by the crawl that stopped."""
+    state and attributes."""
 
     superstep: int
     states: list[tuple[checkpoint.RankState, dict]]
@@ -135,8 +132,7 @@ class Crawl:
             self._restore(resume)
 
     def run(self) -> Outcome:
-        """Crawl until every frontier is empty and nothing is in flight, or a limit;
-        checkpoint every ``checkpoint_every`` supersteps and at the end."""
+        """Crawl until every frontier is empty and nothing is in flight, or a limit."""
         s, start = self.settings, time.monotonic()
         self._fault(self.superstep, "start")
         workers = workers_for(s.index_parse_processes, bsp.node_size(self.comm))
@@ -217,7 +213,7 @@ class Crawl:
         return synced(agreed.totals)
 
     def _gauges(self, start: float) -> None:
-        """Set the counters that are current values, and this rank's stop requests."""
+        """Set the gauges and this rank's stop requests."""
         now, st, stats = time.monotonic(), self.store, self.stats
         if self.rank == 0 and now >= self.next_stop_check:
             self.next_stop_check = now + STOP_CHECK_S  # a stat can cost 1 ms
@@ -303,10 +299,9 @@ class Crawl:
         self.superstep = resume.superstep + 1
 
     def _fault(self, k: int, point: str) -> None:
-        """Fault injection for the tests: BSPCRAWL_FAULT=rank:superstep:point (point:
-        before, during or after a checkpoint) kills this process there with SIGKILL;
-        BSPCRAWL_FAULT=fsize:N (point "start") makes every file stop growing at N bytes,
-        as a full disk does (set after MPI started: its own files need room)."""
+        """Fault injection for the tests: BSPCRAWL_FAULT=rank:superstep:point kills this
+        process at a checkpoint's point; BSPCRAWL_FAULT=fsize:N caps every file at N bytes
+        from the start (a full disk)."""
         fault = os.environ.get("BSPCRAWL_FAULT", "")
         if fault == f"{self.rank}:{k}:{point}":
             os.kill(os.getpid(), signal.SIGKILL)

@@ -161,11 +161,7 @@ class History:
         return rows[np.argsort(self._cols["time"][rows], kind="stable")]
 
     def _version(self, row: int) -> Version:
-        c = self._cols
-        return Version(int(c["url_fp"][row]), float(c["time"][row]), int(c["status"][row]),
-                       int(c["content_fp"][row]), int(c["warc_file"][row]),
-                       int(c["warc_offset"][row]), int(c["warc_length"][row]),
-                       int(c["host"][row]))
+        return Version(*(self._cols[name][row].item() for name in FIELDS))
 
     def versions(self, fp: int) -> list[Version]:
         """Every version of ``fp``, oldest first (equal times: in append order)."""

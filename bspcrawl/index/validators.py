@@ -27,7 +27,6 @@ import calendar
 import datetime
 import email.utils
 import re
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -81,13 +80,7 @@ def format_http_date(seconds: int) -> str:
     >>> format_http_date(784111777)
     'Sun, 06 Nov 1994 08:49:37 GMT'
     """
-    t = time.gmtime(seconds)
-    return (f"{_DAYS[t.tm_wday]}, {t.tm_mday:02d} {_MONTHS[t.tm_mon - 1]} {t.tm_year} "
-            f"{t.tm_hour:02d}:{t.tm_min:02d}:{t.tm_sec:02d} GMT")
-
-
-_DAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+    return email.utils.formatdate(seconds, usegmt=True)
 
 
 def parse_etag(value: str) -> str:
