@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import astuple, dataclass
-from datetime import UTC, datetime
 from typing import Literal
 
 import h5py
@@ -74,8 +73,8 @@ class History:
     """Every version of one rank's URLs.
 
     API: fill :meth:`append`, :meth:`extend`; query :meth:`versions`, :meth:`latest`,
-    :meth:`original`, :meth:`nearest`, :meth:`grouped`, :meth:`column`, ``len``; disk
-    :meth:`save`, :meth:`load`. The scheduler thread owns it.
+    :meth:`original`, :meth:`nearest`, ``len``; disk :meth:`save`, :meth:`load`. The
+    scheduler thread owns it.
     """
 
     def __init__(self) -> None:
@@ -87,10 +86,6 @@ class History:
 
     def __len__(self) -> int:
         return self._n
-
-    def column(self, name: str) -> np.ndarray:
-        """A copy of one column (``FIELDS``), in append order."""
-        return self._cols[name][: self._n].copy()
 
     # ------------------------------------------------------------------ fill
 
@@ -211,15 +206,6 @@ class History:
         else:
             pick = before if t - times[i - 1] <= times[j] - t else after
         return None if pick is None else self._version(pick)
-
-    def grouped(self, fp: int) -> dict[int, dict[int, list[Version]]]:
-        """The versions of ``fp`` by UTC year, then month, oldest first (Yioop's history
-        page)."""
-        out: dict[int, dict[int, list[Version]]] = {}
-        for v in self.versions(fp):
-            when = datetime.fromtimestamp(v.time, UTC)
-            out.setdefault(when.year, {}).setdefault(when.month, []).append(v)
-        return out
 
     # ------------------------------------------------------------------ disk
 

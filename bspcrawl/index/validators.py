@@ -234,9 +234,9 @@ def check_saved(group: h5py.Group) -> None:
 class ValidatorStore:
     """Per-URL validators of one rank (layout: module docstring).
 
-    API: fill :meth:`update`; query :meth:`lookup`, :meth:`get`, :meth:`fingerprints`,
-    ``len``; disk :meth:`save`, :meth:`load`. Invariant (:meth:`_check`): the keys' rows
-    are 0 .. len - 1 and every column has room for them. The scheduler thread owns it.
+    API: fill :meth:`update`; query :meth:`lookup`, :meth:`get`, ``len``; disk :meth:`save`,
+    :meth:`load`. Invariant (:meth:`_check`): the keys' rows are 0 .. len - 1 and every
+    column has room for them. The scheduler thread owns it.
     """
 
     def __init__(self) -> None:
@@ -299,14 +299,10 @@ class ValidatorStore:
         """The row of one URL, or None."""
         return self.lookup([fp]).row(0)
 
-    def fingerprints(self) -> np.ndarray:
-        """Every stored fp, sorted."""
-        return self._keys.to_array()
-
     def save(self, group: h5py.Group) -> None:
         """Write the store into the empty HDF5 ``group``: ``fp`` sorted and one dataset per
         column."""
-        fps = self.fingerprints()
+        fps = self._keys.to_array()
         rows = self._keys.find(fps)
         group.create_dataset("fp", data=fps)
         for name, column in self._cols.items():
