@@ -71,10 +71,13 @@ class ParsedPage:
 
 
 class LinkCache:
-    """Per-crawl memo of link resolution: href -> URL per directory of the base, since the
-    pages of a directory repeat their links. Hrefs that depend on the whole base ("?q",
-    "http:x") are not kept. Cleared whole when past *capacity* entries. Not thread-safe:
-    one per parsing thread.
+    """Per-crawl memo of link resolution, keyed by the part of the base an href depends on.
+
+    Absolute hrefs share one bucket, "/..." hrefs one per origin, "?..." one bucket of
+    queries, "http:x" (scheme-relative to the whole base) bypass it, the rest are keyed by
+    the base's directory, where every resolved href is also copied so that the next page
+    of a directory resolves with ``map(dict.get)``. Cleared whole when past *capacity*
+    entries. Not thread-safe: one per parsing thread.
     """
 
     __slots__ = ("_buckets", "_size", "capacity", "clears")
@@ -124,20 +127,57 @@ class LinkCache:
         directory = base[: base.rfind("/", 0, query if query >= 0 else len(base)) + 1]
         near = self._buckets.setdefault(directory, {})
         urls = list(map(near.get, hrefs))
-        for i, href in enumerate(hrefs):
-            if urls[i] is not None:
-                continue
+        if None in urls:
+            keys = list(hrefs)
+            missing = [i for i, url in enumerate(urls) if url is None]
+            filled = self._fill(near, [keys[i] for i in missing], base)
+            for i, url in zip(missing, filled, strict=True):
+                urls[i] = url
+        return urls
+
+    def _fill(self, near: dict[str, str], missing: list[str], base: str) -> list[str]:
+        buckets = self._buckets
+        origin = base[: base.find("/", base.find("//") + 2)]
+        path = base.partition("?")[0]
+        urls = []
+        for href in missing:
             cut = href.partition("#")[0]
-            stripped = cut.strip(_C0_OR_SPACE)
-            if not stripped:
-                url = _SELF
+            if cut.startswith(_ABSOLUTE):
+                far = buckets.setdefault("", {})
+            elif cut.startswith(("/", "\\")):
+                far = buckets.setdefault(origin, {})
             else:
-                url = resolve(cut, base) or _UNRESOLVABLE
-                if stripped[0] == "?" or _same_scheme(stripped):  # depend on the whole base
-                    urls[i] = url
+                stripped = cut.strip(_C0_OR_SPACE)
+                if not stripped:  # the base itself
+                    near[href] = _SELF
+                    self._size += 1
+                    urls.append(_SELF)
                     continue
-            near[href] = urls[i] = url
+                if stripped[0] == "?":  # the href's query after the base's path
+                    queries = buckets.setdefault("?", {})
+                    query = queries.get(cut)
+                    if query is None:
+                        url = resolve(cut, base)
+                        if url is None:  # text no URL can hold (a lone surrogate)
+                            urls.append(_UNRESOLVABLE)
+                            continue
+                        query = queries[cut] = url[len(path) :]
+                        self._size += 1
+                    urls.append(path + query)
+                    continue
+                if _same_scheme(stripped):  # "http:", "https:?q": relative to all the base
+                    urls.append(resolve(cut, base) or _UNRESOLVABLE)
+                    continue
+                far = None
+            url = None if far is None else far.get(cut)
+            if url is None:
+                url = resolve(cut, base) or _UNRESOLVABLE
+                if far is not None:
+                    far[cut] = url
+                    self._size += 1
+            near[href] = url
             self._size += 1
+            urls.append(url)
         return urls
 
 
