@@ -264,14 +264,14 @@ def lxml_hrefs(body: bytes) -> list[str]:
 def lexbor_hrefs(body: bytes) -> dict[str, None]:
     """Link extraction alone as parse_html does it: the markup scan, the parse, then the
     link elements' hrefs (unique, as in the markup)."""
-    data, _ = lexbor_links._defused(lexbor_links._utf8(body, None))
-    return lexbor_links._find(data)[1].hrefs
+    data, counts, _ = lexbor_links._defused(lexbor_links._utf8(body, None))
+    return lexbor_links._find(data, counts)[1].hrefs
 
 
 def lexbor_links_only(body: bytes, url: str, links: LinkCache) -> list[str]:
     """parse_html without the index text."""
-    data, _ = lexbor_links._defused(lexbor_links._utf8(body, None))
-    _tree, found = lexbor_links._find(data)
+    data, counts, _ = lexbor_links._defused(lexbor_links._utf8(body, None))
+    _tree, found = lexbor_links._find(data, counts)
     page_url_ = parse(url)
     base = page_url_
     if found.base is not None:

@@ -44,6 +44,10 @@ MAX_FORMATTING = 4  # open <b>, <i>, <font>...: each is re-opened in every new b
 _ABSOLUTE = ("http://", "https://")
 _UNRESOLVABLE = ""  # cached result of an href that gives no http(s) URL
 _SELF = "#"  # cached result of an href that is the base itself ("", "#top", ...)
+_PLAIN = re.compile(r"(?!$)((?:\.\.?/)*)((?:[\w~-][\w.~-]*(?:/[\w~-][\w.~-]*)*/?)?)",
+                    re.ASCII)
+"""A relative path of plain segments after "./" and "../": resolved without ada-url by
+popping a directory per "../" and appending the rest."""
 _C0_OR_SPACE = "".join(map(chr, range(0x21)))  # what WHATWG strips from both ends
 _TAB_OR_NEWLINE = dict.fromkeys(map(ord, "\t\n\r"))  # what WHATWG removes everywhere
 _LINK_RELS = frozenset(("canonical", "alternate", "next"))
@@ -130,18 +134,30 @@ class LinkCache:
         if None in urls:
             keys = list(hrefs)
             missing = [i for i, url in enumerate(urls) if url is None]
-            filled = self._fill(near, [keys[i] for i in missing], base)
+            filled = self._fill(near, [keys[i] for i in missing], base, directory)
             for i, url in zip(missing, filled, strict=True):
                 urls[i] = url
         return urls
 
-    def _fill(self, near: dict[str, str], missing: list[str], base: str) -> list[str]:
+    def _fill(self, near: dict[str, str], missing: list[str], base: str,
+              directory: str) -> list[str]:
         buckets = self._buckets
         origin = base[: base.find("/", base.find("//") + 2)]
         path = base.partition("?")[0]
         urls = []
         for href in missing:
             cut = href.partition("#")[0]
+            plain = _PLAIN.fullmatch(cut)
+            if plain is not None:  # no ada-url needed (see _PLAIN)
+                url = directory
+                for _ in range(plain[1].count("../")):
+                    if len(url) > len(origin) + 1:
+                        url = url[: url.rfind("/", 0, -1) + 1]
+                url += plain[2]
+                near[href] = url
+                self._size += 1
+                urls.append(url)
+                continue
             if cut.startswith(_ABSOLUTE):
                 far = buckets.setdefault("", {})
             elif cut.startswith(("/", "\\")):
@@ -307,6 +323,26 @@ def _styles() -> np.ndarray:
 
 
 _STYLES = _styles()
+_NAME_HASH = np.uint32(0xC50A52E9)  # (found by trying: puts _NAMES in distinct buckets)
+
+
+def _name_buckets() -> tuple[np.ndarray, list[int]]:
+    """A 16-bucket hash set of ``_NAMES``' first 4 letters (bucket: the top 4 bits of
+    key * ``_NAME_HASH``), and each name's bucket."""
+    table = np.zeros(16, dtype=np.uint32)
+    buckets: list[int] = []
+    for name in _NAMES:
+        key = int.from_bytes(name[:4].encode(), "little")
+        bucket = (key * int(_NAME_HASH)) % 2**32 >> 28
+        if table[bucket]:
+            raise RuntimeError(f"tag name bucket collision: {name}")
+        table[bucket] = key
+        buckets.append(bucket)
+    return table, buckets
+
+
+_NAME_KEYS, _NAME_BUCKET = _name_buckets()
+_NO_NAMES = (0,) * len(_NAMES)
 _FRAME_SRC = re.compile(  # (for the frames an HTML5 tree builder drops)
     rb"""<frame[\t\n\x0c\r /][^>]*?(?<=[\t\n\x0c\r /"'])src\s*=\s*"""
     rb"""(?:"([^"]*)|'([^']*)|([^\s>]*))""",
@@ -359,22 +395,26 @@ def _open_after(
     return order, first, count - np.minimum(low, 0)
 
 
-def _defused(data: bytes) -> tuple[bytes, list[int]]:
-    """*data* safe to parse (see the module doc), and the heading levels (1 to 6) present."""
+def _defused(data: bytes) -> tuple[bytes, tuple[int, ...], list[int]]:
+    """*data* safe to parse (see the module doc), an upper bound of the count of each of
+    ``_NAMES``, and the heading levels (1 to 6) present."""
     n = len(data) - 4
     if n <= 0:
-        return data, []
+        return data, _NO_NAMES, []
     at = np.flatnonzero(np.frombuffer(data, np.uint8, n) == 60)  # each "<"
     key = np.ndarray((n,), "<u4", data, 1, (1,))[at]  # the 4 bytes after it
     key |= _LOWER4
     after_h = key[(key & np.uint32(0xF8FF)) == 0x3068]  # "<h" and a byte of 0x30 ... 0x37
     levels = sorted({d - 0x30 for d in ((after_h >> np.uint32(8)) & np.uint32(0xFF)).tolist()
                      if 0x31 <= d <= 0x36}) if len(after_h) else []
+    bucket = (key * _NAME_HASH) >> np.uint32(28)
+    count = np.bincount(bucket[_NAME_KEYS.take(bucket) == key], minlength=16).tolist()
+    names = tuple(count[k] for k in _NAME_BUCKET)
     # the "<" before the last 9 bytes (no tag there matters)
     quick = len(key) - data.count(b"<", max(len(data) - 9, 0), n)
     if (quick <= _QUICK_TAGS
             and np.count_nonzero(_STYLES.take(key[:quick] & 0xFFFF)) <= _QUICK_STYLES):
-        return data, levels
+        return data, names, levels
     lt, key, end = _tags(data, at[:quick])
     rename = []
     # lexbor merges each extra <html>/<body>'s attributes by a linear search: past 16, rename
@@ -402,11 +442,11 @@ def _defused(data: bytes) -> tuple[bytes, list[int]]:
             deep |= style & (np.cumsum(change * style) > MAX_FORMATTING)
             rename.append(lt[deep & opening])
     if not rename:
-        return data, levels
+        return data, names, levels
     text = np.frombuffer(data, np.uint8).copy()
     for starts in rename:
         text[starts + 1] = ord("!")  # "<div ...>" becomes "<!iv ...>", a (bogus) comment
-    return text.tobytes(), levels
+    return text.tobytes(), names, levels
 
 
 # -- the page -----------------------------------------------------------------------
@@ -419,10 +459,13 @@ _A, _AREA, _LINK, _FRAME, _IFRAME, _META, _BASE, _TITLE, _NOFRAMES, _TEMPLATE = 
     )
 )
 _FRAMES = (_FRAME, _IFRAME)
+_HOSTS = ("noframes", "template")  # elements whose links are outside the tree
 _NONE = object()  # no such attribute
 
 
-_SELECTOR = ",".join(("a[href]", *_NAMES))
+@functools.cache
+def _selector(names: tuple[str, ...]) -> str:
+    return ",".join(("a[href]", *names))
 
 
 def _value(attrs: LexborAttributes, name: str) -> str | None:
@@ -442,11 +485,13 @@ def _refresh_url(content: str) -> str | None:
 
 
 class _Walk:
-    """What one walk over the link elements of a tree finds."""
+    """What one walk over the link elements of a tree finds: by a CSS query (``walk``,
+    which also enters ``<template>`` and ``<noframes>``) or tag name by tag name."""
 
-    __slots__ = ("base", "frames", "hidden", "hrefs", "robots", "title")
+    __slots__ = ("base", "frames", "hidden", "hrefs", "robots", "selector", "title")
 
-    def __init__(self) -> None:
+    def __init__(self, selector: str) -> None:
+        self.selector = selector
         # as in the markup, unique, in first-seen order -> anchor text ('' for none)
         self.hrefs: dict[str, str] = {}
         self.base: str | None = None
@@ -457,7 +502,7 @@ class _Walk:
 
     def walk(self, tree: LexborHTMLParser | LexborNode, *, top: bool = True) -> None:
         hrefs = self.hrefs
-        for el in tree.css(_SELECTOR):
+        for el in tree.css(self.selector):
             tag = el.tag_id
             if tag != _A:
                 href = self._other(el, tag, top)
@@ -469,6 +514,43 @@ class _Walk:
             except KeyError:  # an <svg> <a xlink:href> ([href] matches the local name)
                 continue
             if not hrefs.get(href):
+                hrefs[href] = el.text_lexbor()
+
+    def walk_names(self, tree: LexborHTMLParser, counts: dict[str, int]) -> None:
+        """Walk *tree* (no ``<template>``/``<noframes>``) for the names in *counts*, then
+        its ``<a>``. Unless the ``<head>`` holds them all, each link element gets an empty
+        ``<a>`` of its link inserted before it, keeping the links in document order."""
+        head: dict[int, list[LexborNode]] = {_TAG_IDS[name]: [] for name in counts}
+        in_head: list[LexborNode] = []
+        head_el = tree.head
+        for el in head_el.traverse() if head_el is not None else ():
+            nodes = head.get(el.tag_id)
+            if nodes is not None:
+                nodes.append(el)
+                in_head.append(el)
+        if all(len(head[_TAG_IDS[name]]) == count for name, count in counts.items()):
+            for el in in_head:
+                href = self._other(el, el.tag_id, False)
+                if href is not None:
+                    self.hrefs.setdefault(href, "")
+        else:
+            for name, count in counts.items():
+                nodes = head[_TAG_IDS[name]]
+                if len(nodes) != count:
+                    nodes = tree.tags(name)
+                for el in nodes:
+                    href = self._other(el, el.tag_id, False)
+                    if href is not None:
+                        marker = tree.create_node("a")
+                        marker.attrs["href"] = href
+                        el.insert_before(marker, move=True)
+        hrefs = self.hrefs
+        for el in tree.tags("a"):
+            try:
+                href = el.attrs["href"] or ""  # (None: an attribute without a value)
+            except KeyError:  # no href (or an <svg> <a xlink:href>)
+                continue
+            if not hrefs.get(href):  # the first text of the href (a marker has none)
                 hrefs[href] = el.text_lexbor()
 
     def _other(self, el: LexborNode, tag: int, top: bool) -> str | None:
@@ -521,15 +603,19 @@ class _Walk:
             self.hrefs.setdefault(html.unescape(src), "")
 
 
-def _find(data: bytes) -> tuple[LexborHTMLParser, _Walk] | None:
+def _find(data: bytes, counts: tuple[int, ...]) -> tuple[LexborHTMLParser, _Walk] | None:
     """The tree of defused *data* and what its walk finds; None if it cannot be parsed."""
     try:
         tree = LexborHTMLParser(data, options=_NO_EVENTS)
     except (SelectolaxError, ValueError):
         return None
-    found = _Walk()
-    found.walk(tree)
-    if not found.frames:
+    names = {name: count for name, count in zip(_NAMES, counts, strict=True) if count}
+    found = _Walk(_selector(tuple(names)))
+    if any(tree.tags(name) for name in _HOSTS if name in names):
+        found.walk(tree)
+    else:
+        found.walk_names(tree, {n: c for n, c in names.items() if n not in _HOSTS})
+    if "frame" in names and not found.frames:
         found.dropped_frames(data)
     return tree, found
 
@@ -541,8 +627,8 @@ def parse_html(
     server's). Bad input never raises: an empty page, or no links for a non-http(s) URL."""
     if not body or body.isspace():
         return ParsedPage()
-    data, levels = _defused(_utf8(body, charset))
-    parsed = _find(data)
+    data, counts, levels = _defused(_utf8(body, charset))
+    parsed = _find(data, counts)
     if parsed is None:
         return ParsedPage()
     tree, found = parsed
