@@ -114,27 +114,30 @@ class Pool:
             # each started now (with the main hidden), not at the first pages
             self.starting = [self.executor.submit(int) for _ in range(workers)]
 
-    def submit(self, body: bytes, url: str, charset: str | None, index: bool
-               ) -> Future[Analysis] | None:
-        """The page's analysis under way in a worker; None while a worker is starting (no
-        page waits for its imports) or once the pool is broken."""
+    def submit(self, pages: list[tuple[bytes, str, str | None, bool]]
+               ) -> Future[list[Analysis | None]] | None:
+        """The analyses of *pages* under way in a worker, as one task (each task wakes the
+        executor's threads in the rank); None while a worker is starting (no page waits
+        for its imports) or once the pool is broken."""
         self.starting = [f for f in self.starting if not f.done()]
         if self.executor is None or self.starting:
             return None
         try:
-            return self.executor.submit(_analyse, body, url, charset, index)
+            return self.executor.submit(_analyse_many, pages)
         except BrokenProcessPool:
             self._lost()
             return None
 
-    def result(self, future: Future[Analysis], here: Callable[[], Analysis]) -> Analysis:
-        """The worker's analysis, or ``here()`` if it raised or the pool broke (looked at
-        every ``WAIT`` s: a page submitted as a worker died is never answered)."""
+    def result(self, future: Future[list[Analysis | None]], i: int,
+               here: Callable[[], Analysis]) -> Analysis:
+        """The worker's analysis of the task's page *i*, or ``here()`` if it raised or the
+        pool broke (looked at every ``WAIT`` s: a task submitted as a worker died is never
+        answered)."""
         start = time.monotonic()
         try:
             while True:
                 try:
-                    analysis = future.result(WAIT)
+                    analysis = future.result(WAIT)[i]
                     break
                 except TimeoutError:
                     if self.executor is None:
@@ -147,6 +150,8 @@ class Pool:
             return here()
         finally:
             self.stats["time/helpers"] += time.monotonic() - start
+        if analysis is None:  # (it raised: analysed again here, failing the same way)
+            return here()
         self.stats["analysis/ahead"] += 1
         return analysis
 
@@ -193,6 +198,14 @@ def _end_with(sentinel: int) -> None:
     os._exit(0)
 
 
-def _analyse(body: bytes, url: str, charset: str | None, index: bool) -> Analysis:
+def _analyse_many(pages: list[tuple[bytes, str, str | None, bool]]
+                  ) -> list[Analysis | None]:
+    """:func:`analyse` of each page in a worker; None for a page whose analysis raised."""
     assert _memos is not None
-    return analyse(body, url, charset, index, *_memos)
+    out: list[Analysis | None] = []
+    for page in pages:
+        try:
+            out.append(analyse(*page, *_memos))
+        except Exception:  # noqa: BLE001 (the rank analyses it again)
+            out.append(None)
+    return out

@@ -79,20 +79,20 @@ class Committer:
         self.cache = LinkCache()
         self.sent: dict[int, int] = {}  # fingerprint -> least depth sent (_unsent)
         # id(result) -> (the result, its analysis under way in the pool)
-        self.ahead: dict[int, tuple[FetchResult, Future[Analysis]]] = {}
+        self.ahead: dict[int, tuple[FetchResult, Future[list[Analysis | None]], int]] = {}
 
-    def prepare(self, result: FetchResult) -> None:
-        """Have the pool analyse *result*'s page now, if it is an HTML page fetched."""
-        if self.pool is not None and _fetched_page(result):
-            future = self.pool.submit(*self._input(result))
-            if future is not None:
-                self.ahead[id(result)] = (result, future)
+    def prepare(self, results: list[FetchResult]) -> None:
+        """Have the pool analyse now, as one task, the pages of *results* that are HTML
+        pages fetched."""
+        pages = [r for r in results if _fetched_page(r)] if self.pool is not None else []
+        future = self.pool.submit([self._input(r) for r in pages]) if pages else None
+        if future is not None:
+            for i, result in enumerate(pages):
+                self.ahead[id(result)] = (result, future, i)
 
     def discard(self, result: FetchResult) -> None:
         """*result* will not be committed: drop its analysis under way."""
-        ahead = self.ahead.pop(id(result), None)
-        if ahead is not None:
-            ahead[1].cancel()
+        self.ahead.pop(id(result), None)
 
     def close(self) -> None:
         """End the worker processes, if any."""
@@ -117,7 +117,7 @@ class Committer:
         ahead = self.ahead.pop(id(result), None)
         if ahead is None or self.pool is None:
             return here()
-        return self.pool.result(ahead[1], here)
+        return self.pool.result(ahead[1], ahead[2], here)
 
     def commit(self, result: FetchResult) -> list[Link]:
         """Commit one page result; returns the links it yields (a redirect's target, or

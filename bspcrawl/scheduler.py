@@ -163,6 +163,7 @@ class Scheduler:
         """Deliver every finished result to the window (waiting up to ``timeout`` s for the
         first; None: no wait) and have its page analysed ahead."""
         result = self.fetcher.get(timeout)
+        delivered = []
         while result is not None:
             job = result.job
             if result.error == WITHDRAWN:
@@ -171,8 +172,9 @@ class Scheduler:
                                                            or job.seq < self.held_from):
                     self.held_from = job.seq
             elif self.window.deliver(job.seq, job.index, result):
-                self.committer.prepare(result)
+                delivered.append(result)
             result = self.fetcher.get()
+        self.committer.prepare(delivered)
 
     def _wait_for(self, seq: int, draining: bool) -> None:
         """Deliver results to the window until schedule ``seq`` is acknowledged, or defer

@@ -339,8 +339,8 @@ def test_pages_analysed_by_workers_commit_as_pages_analysed_at_their_commit(tmp_
                    for i, (body, ct) in enumerate(zip(bodies, types, strict=True))]
         dropped = FetchResult(rank.job("http://a.test/gone"), status=200, body=PAGE,
                               content_type="text/html")
-        for r in [*results, dropped]:
-            rank.committer.prepare(r)
+        rank.committer.prepare([*results[:2], dropped])
+        rank.committer.prepare(results[2:])
         rank.committer.discard(dropped)
         links = [rank.committer.commit(r) for r in results]
         assert not rank.committer.ahead
