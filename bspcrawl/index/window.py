@@ -38,7 +38,6 @@ class Schedule:
     results: list[Any] = field(default_factory=list)
     missing: int = 0
     status: str = SCHEDULED
-    reschedule_count: int = 0
 
     def __post_init__(self) -> None:
         self.results = [None] * len(self.jobs)
