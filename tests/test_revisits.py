@@ -147,22 +147,22 @@ def test_no_warc_keeps_history_without_bodies(tmp_path):
     failed = inspect(tmp_path / "plain", "--body", url)
     assert failed.returncode == 2 and b"no body was kept" in failed.stderr
     rank_file = tmp_path / "plain" / "rank-0000.h5"
+
+    def refused(out: str, why: str) -> None:
+        """A recrawl of "plain" into *out* ends with one line saying *why*, writing nothing."""
+        done = subprocess.run(
+            [PY, "-m", "bspcrawl", "run", "--recrawl", str(tmp_path / "plain"), "--out",
+             str(tmp_path / out), "--allow-net", "127.0.0.0/8", "--progress", "none"],
+            capture_output=True, text=True, timeout=120)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert why in done.stderr and not (tmp_path / out).exists()
+
     with h5py.File(rank_file, "r+") as f:  # validators in an older bspcrawl's layout
         f["validators"].attrs["version"] = 1
-    older = subprocess.run(
-        [PY, "-m", "bspcrawl", "run", "--recrawl", str(tmp_path / "plain"), "--out",
-         str(tmp_path / "older"), "--allow-net", "127.0.0.0/8", "--progress", "none"],
-        capture_output=True, text=True, timeout=120)
-    assert older.returncode == 2 and older.stderr.count("\n") == 1, older.stderr
-    assert "bspcrawl-validators" in older.stderr and not (tmp_path / "older").exists()
+    refused("older", "bspcrawl-validators")
     with rank_file.open("r+b") as f:  # cut short: a full disk, a copy stopped
         f.truncate(rank_file.stat().st_size // 2)
-    damaged = subprocess.run(
-        [PY, "-m", "bspcrawl", "run", "--recrawl", str(tmp_path / "plain"), "--out",
-         str(tmp_path / "after"), "--allow-net", "127.0.0.0/8", "--progress", "none"],
-        capture_output=True, text=True, timeout=120)
-    assert damaged.returncode == 2 and damaged.stderr.count("\n") == 1, damaged.stderr
-    assert "cannot read that crawl" in damaged.stderr and not (tmp_path / "after").exists()
+    refused("after", "cannot read that crawl")
 
 
 def test_bad_recrawl_and_inspect_input_is_one_line(tmp_path):
