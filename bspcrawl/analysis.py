@@ -107,7 +107,7 @@ class Pool:
     caller's ``here()`` analyses the page."""
 
     def __init__(self, workers: int, strip: str, stats: Stats) -> None:
-        self.stats = stats
+        self.stats, self.workers = stats, workers
         with _main_hidden():
             self.executor: ProcessPoolExecutor | None = ProcessPoolExecutor(
                 workers, multiprocessing.get_context("spawn"), _start_worker, (strip,))

@@ -78,16 +78,22 @@ class Committer:
         self.stats = Stats() if stats is None else stats
         self.cache = LinkCache()
         self.sent: dict[int, int] = {}  # fingerprint -> least depth sent (_unsent)
-        # id(result) -> (the result, its analysis under way in the pool)
+        # id(result) -> (the result, the pool's task that analyses it, its place in the task)
         self.ahead: dict[int, tuple[FetchResult, Future[list[Analysis | None]], int]] = {}
 
     def prepare(self, results: list[FetchResult]) -> None:
-        """Have the pool analyse now, as one task, the pages of *results* that are HTML
-        pages fetched."""
-        pages = [r for r in results if _fetched_page(r)] if self.pool is not None else []
-        future = self.pool.submit([self._input(r) for r in pages]) if pages else None
-        if future is not None:
-            for i, result in enumerate(pages):
+        """Have the pool analyse now the pages of *results* that are HTML pages fetched: a
+        task of consecutive pages for each worker, so that a burst keeps every worker busy."""
+        if self.pool is None:
+            return
+        pages = [r for r in results if _fetched_page(r)]
+        size = -(-len(pages) // self.pool.workers) if pages else 1
+        for at in range(0, len(pages), size):
+            chunk = pages[at:at + size]
+            future = self.pool.submit([self._input(r) for r in chunk])
+            if future is None:
+                return
+            for i, result in enumerate(chunk):
                 self.ahead[id(result)] = (result, future, i)
 
     def discard(self, result: FetchResult) -> None:
